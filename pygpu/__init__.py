@@ -1,0 +1,72 @@
+"""PyGPU: light-weight, fast Python glue for the GPU kernels you already have.
+
+Device control, streams and events, device memory and copies, on NVIDIA
+(CUDA runtime) and AMD (HIP), or on host memory where there is no GPU.  PyGPU
+never launches device code of its own.
+
+The backend is chosen at import: ``PYGPU_BACKEND=cuda|hip|host`` forces one;
+otherwise the first built GPU backend that sees a device, else ``host`` with
+one warning line saying why.  ``pygpu.backend`` names the choice and
+``pygpu.backends()`` lists what was built.
+"""
+import importlib
+import importlib.util
+import os
+import warnings
+
+from ._errors import BackendWarning, GPUError, GPUMemoryError
+
+__version__ = "0.1.0"
+
+_GPU_BACKENDS = ("cuda", "hip")
+_ALL_BACKENDS = _GPU_BACKENDS + ("host",)
+
+
+def backends():
+    """The backends that were built, in the order they are tried."""
+    return tuple(b for b in _ALL_BACKENDS if importlib.util.find_spec(f"pygpu._{b}") is not None)
+
+
+def _load(name):
+    return importlib.import_module(f"pygpu._{name}")
+
+
+def _choose():
+    forced = os.environ.get("PYGPU_BACKEND", "").strip().lower()
+    if forced:
+        if forced not in _ALL_BACKENDS:
+            raise ImportError(f"PYGPU_BACKEND={forced!r} is not a backend: choose one of "
+                              + ", ".join(_ALL_BACKENDS))
+        try:
+            return _load(forced)
+        except ImportError as e:
+            raise ImportError(f"PYGPU_BACKEND={forced}: the {forced} backend was not built "
+                              f"or does not load ({e}); built: {', '.join(backends())}") from e
+    why = []
+    for name in _GPU_BACKENDS:
+        try:
+            module = _load(name)
+        except ImportError as e:
+            why.append(f"{name}: not built" if isinstance(e, ModuleNotFoundError)
+                       else f"{name}: does not load ({e})")
+            continue
+        count, status = module._probe()
+        if count > 0:
+            return module
+        why.append(f"{name}: {status}")
+    # One line, without a source line under it: no file to quote.
+    warnings.warn_explicit("no GPU found (" + "; ".join(why) + "); using the host backend",
+                           BackendWarning, "pygpu", 0)
+    return _load("host")
+
+
+backend_module = _choose()
+backend = backend_module.backend
+
+_exported = [n for n in vars(backend_module) if not n.startswith("_")
+             and n not in ("backend", "GPUError", "GPUMemoryError")]
+globals().update({n: getattr(backend_module, n) for n in _exported})
+
+__all__ = sorted(_exported + ["backend", "backend_module", "backends", "BackendWarning",
+                              "GPUError", "GPUMemoryError", "__version__"])
+del _exported

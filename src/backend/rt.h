@@ -1,0 +1,112 @@
+/*
+ * rt.h -- the one vendor-neutral runtime interface.
+ *
+ * Everything above src/backend/ talks to the device through these calls;
+ * rt_gpu.c implements them with the CUDA or HIP runtime API (chosen at build
+ * time), rt_host.c with host memory.  This layer is pure C: every function
+ * returns a status code (0 is success; otherwise the vendor's own error
+ * number) and never touches Python error state.  Names and messages for a
+ * status come from pygpu_rt_error_name/_string.
+ */
+#ifndef PYGPU_BACKEND_RT_H
+#define PYGPU_BACKEND_RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef int pygpu_status;           /* 0: success, else the vendor's code */
+typedef void *pygpu_stream_t;       /* cudaStream_t / hipStream_t / host stream */
+typedef void *pygpu_event_t;
+
+/* The two special stream handles every runtime understands. */
+#define PYGPU_STREAM_NULL       ((pygpu_stream_t)0)  /* legacy default stream */
+#define PYGPU_STREAM_PER_THREAD ((pygpu_stream_t)2)  /* per-thread default stream */
+
+enum pygpu_stream_flags { PYGPU_STREAM_NON_BLOCKING = 1 };
+
+enum pygpu_event_flags {
+    PYGPU_EVENT_BLOCKING_SYNC = 1,
+    PYGPU_EVENT_DISABLE_TIMING = 2,
+    PYGPU_EVENT_INTERPROCESS = 4,
+};
+
+enum pygpu_copy_kind {          /* direction of a copy, as the runtimes name it */
+    PYGPU_COPY_H2D,
+    PYGPU_COPY_D2H,
+    PYGPU_COPY_D2D,
+    PYGPU_COPY_DEFAULT,         /* inferred from the pointers (unified addressing) */
+};
+
+typedef struct {
+    char name[256];
+    int cc_major, cc_minor;
+    size_t total_memory;
+    int multiprocessor_count;
+    char pci_bus_id[32];        /* "dddd:bb:dd.f" */
+    unsigned char uuid[16];
+} pygpu_device_props;
+
+/* What this build is: "cuda", "hip" or "host". */
+const char *pygpu_rt_vendor(void);
+/* Runtime and driver versions as the vendor encodes them (0 for host). */
+pygpu_status pygpu_rt_runtime_version(int *v);
+pygpu_status pygpu_rt_driver_version(int *v);
+
+/* Status codes: names, messages, and the few the upper layers must know. */
+const char *pygpu_rt_error_name(pygpu_status s);
+const char *pygpu_rt_error_string(pygpu_status s);
+int pygpu_rt_is_out_of_memory(pygpu_status s);
+int pygpu_rt_is_not_ready(pygpu_status s);
+extern const pygpu_status PYGPU_RT_INVALID_VALUE;   /* the vendor's "invalid value" */
+/* Return and clear the runtime's last (non-sticky) error. */
+pygpu_status pygpu_rt_get_last_error(void);
+pygpu_status pygpu_rt_peek_last_error(void);
+
+/* Devices.  The current device is per host thread, as in the runtimes. */
+pygpu_status pygpu_rt_device_count(int *n);
+pygpu_status pygpu_rt_get_device(int *dev);
+pygpu_status pygpu_rt_set_device(int dev);
+pygpu_status pygpu_rt_device_synchronize(void);
+pygpu_status pygpu_rt_device_reset(void);
+pygpu_status pygpu_rt_device_props(int dev, pygpu_device_props *p);
+pygpu_status pygpu_rt_mem_get_info(size_t *free_bytes, size_t *total_bytes);
+
+/* Device memory.  malloc_async takes from the stream-ordered pool when the
+ * device has one and sets *pooled; otherwise it allocates synchronously
+ * and clears *pooled.  Free with free_async(p, s) if pooled, else free(p). */
+pygpu_status pygpu_rt_malloc(void **p, size_t n);
+pygpu_status pygpu_rt_malloc_async(void **p, size_t n, pygpu_stream_t s, int *pooled);
+pygpu_status pygpu_rt_free(void *p);
+pygpu_status pygpu_rt_free_async(void *p, pygpu_stream_t s);
+pygpu_status pygpu_rt_mempool_trim(int dev, size_t keep_bytes);
+
+/* Page-locked host memory. */
+pygpu_status pygpu_rt_host_alloc(void **p, size_t n);
+pygpu_status pygpu_rt_host_free(void *p);
+pygpu_status pygpu_rt_host_register(void *p, size_t n);
+pygpu_status pygpu_rt_host_unregister(void *p);
+
+/* Copies and fills, ordered on a stream; the plain forms block the host. */
+pygpu_status pygpu_rt_memcpy(void *dst, const void *src, size_t n, enum pygpu_copy_kind k);
+pygpu_status pygpu_rt_memcpy_async(void *dst, const void *src, size_t n,
+                                   enum pygpu_copy_kind k, pygpu_stream_t s);
+pygpu_status pygpu_rt_memset_async(void *dst, int value, size_t n, pygpu_stream_t s);
+
+/* Streams. */
+pygpu_status pygpu_rt_stream_create(pygpu_stream_t *s, unsigned flags, int priority);
+pygpu_status pygpu_rt_stream_destroy(pygpu_stream_t s);
+pygpu_status pygpu_rt_stream_synchronize(pygpu_stream_t s);
+pygpu_status pygpu_rt_stream_query(pygpu_stream_t s);   /* 0 done, not-ready pending */
+pygpu_status pygpu_rt_stream_wait_event(pygpu_stream_t s, pygpu_event_t e);
+pygpu_status pygpu_rt_stream_priority(pygpu_stream_t s, int *priority);
+pygpu_status pygpu_rt_stream_priority_range(int *least, int *greatest);
+
+/* Events. */
+pygpu_status pygpu_rt_event_create(pygpu_event_t *e, unsigned flags);
+pygpu_status pygpu_rt_event_destroy(pygpu_event_t e);
+pygpu_status pygpu_rt_event_record(pygpu_event_t e, pygpu_stream_t s);
+pygpu_status pygpu_rt_event_synchronize(pygpu_event_t e);
+pygpu_status pygpu_rt_event_query(pygpu_event_t e);     /* 0 done, not-ready pending */
+pygpu_status pygpu_rt_event_elapsed_ms(float *ms, pygpu_event_t start, pygpu_event_t end);
+
+#endif /* PYGPU_BACKEND_RT_H */

@@ -1,0 +1,282 @@
+/*
+ * rt_gpu.c -- the runtime interface on the CUDA or HIP runtime API.
+ *
+ * The same source serves both vendors: RT(Name) expands to cudaName or
+ * hipName, chosen by PYGPU_BACKEND_CUDA / PYGPU_BACKEND_HIP at build time.
+ * This is the only file that names vendor functions.  Only the runtime API
+ * and the devices' primary contexts are used.
+ */
+#include "rt.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#if defined(PYGPU_BACKEND_CUDA)
+#  include <cuda_runtime_api.h>
+#  define RT(name) cuda##name
+#  define RT_VENDOR "cuda"
+typedef cudaError_t rt_error;
+typedef cudaStream_t rt_stream;
+typedef cudaEvent_t rt_event;
+typedef cudaMemPool_t rt_mempool;
+typedef struct cudaDeviceProp rt_props;
+#elif defined(PYGPU_BACKEND_HIP)
+#  ifndef __HIP_PLATFORM_AMD__
+#    define __HIP_PLATFORM_AMD__ 1
+#  endif
+#  include <hip/hip_runtime_api.h>
+#  define RT(name) hip##name
+#  define RT_VENDOR "hip"
+typedef hipError_t rt_error;
+typedef hipStream_t rt_stream;
+typedef hipEvent_t rt_event;
+typedef hipMemPool_t rt_mempool;
+typedef hipDeviceProp_t rt_props;
+#else
+#  error "rt_gpu.c needs PYGPU_BACKEND_CUDA or PYGPU_BACKEND_HIP"
+#endif
+
+#define S(stream) ((rt_stream)(stream))
+#define E(event) ((rt_event)(event))
+
+const pygpu_status PYGPU_RT_INVALID_VALUE = (pygpu_status)RT(ErrorInvalidValue);
+
+const char *pygpu_rt_vendor(void) { return RT_VENDOR; }
+
+pygpu_status pygpu_rt_runtime_version(int *v) { return RT(RuntimeGetVersion)(v); }
+pygpu_status pygpu_rt_driver_version(int *v) { return RT(DriverGetVersion)(v); }
+
+const char *pygpu_rt_error_name(pygpu_status s) { return RT(GetErrorName)((rt_error)s); }
+const char *pygpu_rt_error_string(pygpu_status s) { return RT(GetErrorString)((rt_error)s); }
+
+int pygpu_rt_is_out_of_memory(pygpu_status s) { return s == (pygpu_status)RT(ErrorMemoryAllocation); }
+int pygpu_rt_is_not_ready(pygpu_status s) { return s == (pygpu_status)RT(ErrorNotReady); }
+
+pygpu_status pygpu_rt_get_last_error(void) { return RT(GetLastError)(); }
+pygpu_status pygpu_rt_peek_last_error(void) { return RT(PeekAtLastError)(); }
+
+/* ---- devices ---------------------------------------------------------- */
+
+pygpu_status pygpu_rt_device_count(int *n)
+{
+    rt_error e = RT(GetDeviceCount)(n);
+    if (e != RT(Success))
+        *n = 0;
+    return e;
+}
+
+pygpu_status pygpu_rt_get_device(int *dev) { return RT(GetDevice)(dev); }
+pygpu_status pygpu_rt_set_device(int dev) { return RT(SetDevice)(dev); }
+pygpu_status pygpu_rt_device_synchronize(void) { return RT(DeviceSynchronize)(); }
+pygpu_status pygpu_rt_device_reset(void) { return RT(DeviceReset)(); }
+
+pygpu_status pygpu_rt_device_props(int dev, pygpu_device_props *p)
+{
+    rt_props q;
+    rt_error e = RT(GetDeviceProperties)(&q, dev);
+    if (e != RT(Success))
+        return e;
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", q.name);
+    p->cc_major = q.major;
+    p->cc_minor = q.minor;
+    p->total_memory = q.totalGlobalMem;
+    p->multiprocessor_count = q.multiProcessorCount;
+    e = RT(DeviceGetPCIBusId)(p->pci_bus_id, (int)sizeof p->pci_bus_id, dev);
+    if (e != RT(Success))
+        return e;
+#if defined(PYGPU_BACKEND_CUDA)
+    memcpy(p->uuid, q.uuid.bytes, sizeof p->uuid);
+#else
+    hipUUID u;
+    e = hipDeviceGetUuid(&u, dev);
+    if (e == RT(Success))
+        memcpy(p->uuid, u.bytes, sizeof p->uuid);
+    else if (e == RT(ErrorNotSupported))
+        e = RT(Success);            /* leave the uuid zero where unknown */
+#endif
+    return e;
+}
+
+pygpu_status pygpu_rt_mem_get_info(size_t *free_bytes, size_t *total_bytes)
+{
+    return RT(MemGetInfo)(free_bytes, total_bytes);
+}
+
+/* ---- device memory ---------------------------------------------------- */
+
+pygpu_status pygpu_rt_malloc(void **p, size_t n) { return RT(Malloc)(p, n); }
+pygpu_status pygpu_rt_free(void *p) { return RT(Free)(p); }
+pygpu_status pygpu_rt_free_async(void *p, pygpu_stream_t s) { return RT(FreeAsync)(p, S(s)); }
+
+/* Devices whose default pool we asked to keep freed memory cached.  The
+ * runtime's default threshold (0) hands memory back at every synchronize,
+ * which makes the pool no faster than plain malloc. */
+#define MAX_POOL_DEVICES 256
+static volatile unsigned char pool_state[MAX_POOL_DEVICES];  /* 0 unknown, 1 pool, 2 none */
+
+static int pool_usable(void)
+{
+    int dev, on = 0;
+    if (RT(GetDevice)(&dev) != RT(Success) || dev < 0 || dev >= MAX_POOL_DEVICES)
+        return 0;
+    if (pool_state[dev])
+        return pool_state[dev] == 1;
+#if defined(PYGPU_BACKEND_CUDA)
+    if (RT(DeviceGetAttribute)(&on, cudaDevAttrMemoryPoolsSupported, dev) != RT(Success))
+        on = 0;
+#else
+    if (RT(DeviceGetAttribute)(&on, hipDeviceAttributeMemoryPoolsSupported, dev) != RT(Success))
+        on = 0;
+#endif
+    if (on) {
+        rt_mempool pool;
+        uint64_t keep = UINT64_MAX;
+        if (RT(DeviceGetDefaultMemPool)(&pool, dev) != RT(Success) ||
+            RT(MemPoolSetAttribute)(pool, RT(MemPoolAttrReleaseThreshold), &keep) != RT(Success))
+            on = 0;
+    }
+    RT(GetLastError)();
+    pool_state[dev] = on ? 1 : 2;
+    return on;
+}
+
+pygpu_status pygpu_rt_malloc_async(void **p, size_t n, pygpu_stream_t s, int *pooled)
+{
+    *pooled = 0;
+    if (n > 0 && pool_usable()) {
+        rt_error e = RT(MallocAsync)(p, n, S(s));
+        if (e != RT(ErrorNotSupported)) {
+            *pooled = (e == RT(Success));
+            return e;
+        }
+        RT(GetLastError)();
+    }
+    return RT(Malloc)(p, n);
+}
+
+pygpu_status pygpu_rt_mempool_trim(int dev, size_t keep_bytes)
+{
+    rt_mempool pool;
+    rt_error e = RT(DeviceGetDefaultMemPool)(&pool, dev);
+    if (e == RT(ErrorNotSupported)) {
+        RT(GetLastError)();
+        return RT(Success);         /* no pool, nothing cached */
+    }
+    if (e != RT(Success))
+        return e;
+    return RT(MemPoolTrimTo)(pool, keep_bytes);
+}
+
+/* ---- page-locked host memory ------------------------------------------ */
+
+pygpu_status pygpu_rt_host_alloc(void **p, size_t n)
+{
+#if defined(PYGPU_BACKEND_CUDA)
+    return cudaHostAlloc(p, n, cudaHostAllocPortable);
+#else
+    return hipHostMalloc(p, n, hipHostMallocPortable);
+#endif
+}
+
+pygpu_status pygpu_rt_host_free(void *p)
+{
+#if defined(PYGPU_BACKEND_CUDA)
+    return cudaFreeHost(p);
+#else
+    return hipHostFree(p);
+#endif
+}
+
+pygpu_status pygpu_rt_host_register(void *p, size_t n)
+{
+    return RT(HostRegister)(p, n, RT(HostRegisterPortable));
+}
+
+pygpu_status pygpu_rt_host_unregister(void *p) { return RT(HostUnregister)(p); }
+
+/* ---- copies ----------------------------------------------------------- */
+
+static enum RT(MemcpyKind) kind_of(enum pygpu_copy_kind k)
+{
+    switch (k) {
+    case PYGPU_COPY_H2D: return RT(MemcpyHostToDevice);
+    case PYGPU_COPY_D2H: return RT(MemcpyDeviceToHost);
+    case PYGPU_COPY_D2D: return RT(MemcpyDeviceToDevice);
+    default:             return RT(MemcpyDefault);
+    }
+}
+
+pygpu_status pygpu_rt_memcpy(void *dst, const void *src, size_t n, enum pygpu_copy_kind k)
+{
+    return RT(Memcpy)(dst, src, n, kind_of(k));
+}
+
+pygpu_status pygpu_rt_memcpy_async(void *dst, const void *src, size_t n,
+                                   enum pygpu_copy_kind k, pygpu_stream_t s)
+{
+    return RT(MemcpyAsync)(dst, src, n, kind_of(k), S(s));
+}
+
+pygpu_status pygpu_rt_memset_async(void *dst, int value, size_t n, pygpu_stream_t s)
+{
+    return RT(MemsetAsync)(dst, value, n, S(s));
+}
+
+/* ---- streams ---------------------------------------------------------- */
+
+pygpu_status pygpu_rt_stream_create(pygpu_stream_t *s, unsigned flags, int priority)
+{
+    rt_stream h = NULL;
+    unsigned f = (flags & PYGPU_STREAM_NON_BLOCKING) ? RT(StreamNonBlocking) : RT(StreamDefault);
+    rt_error e = RT(StreamCreateWithPriority)(&h, f, priority);
+    *s = (pygpu_stream_t)h;
+    return e;
+}
+
+pygpu_status pygpu_rt_stream_destroy(pygpu_stream_t s) { return RT(StreamDestroy)(S(s)); }
+pygpu_status pygpu_rt_stream_synchronize(pygpu_stream_t s) { return RT(StreamSynchronize)(S(s)); }
+pygpu_status pygpu_rt_stream_query(pygpu_stream_t s) { return RT(StreamQuery)(S(s)); }
+
+pygpu_status pygpu_rt_stream_wait_event(pygpu_stream_t s, pygpu_event_t e)
+{
+    return RT(StreamWaitEvent)(S(s), E(e), 0);
+}
+
+pygpu_status pygpu_rt_stream_priority(pygpu_stream_t s, int *priority)
+{
+    return RT(StreamGetPriority)(S(s), priority);
+}
+
+pygpu_status pygpu_rt_stream_priority_range(int *least, int *greatest)
+{
+    return RT(DeviceGetStreamPriorityRange)(least, greatest);
+}
+
+/* ---- events ----------------------------------------------------------- */
+
+pygpu_status pygpu_rt_event_create(pygpu_event_t *e, unsigned flags)
+{
+    rt_event h = NULL;
+    unsigned f = RT(EventDefault);
+    if (flags & PYGPU_EVENT_BLOCKING_SYNC)
+        f |= RT(EventBlockingSync);
+    if (flags & PYGPU_EVENT_DISABLE_TIMING)
+        f |= RT(EventDisableTiming);
+    if (flags & PYGPU_EVENT_INTERPROCESS)
+        f |= RT(EventInterprocess);
+    rt_error r = RT(EventCreateWithFlags)(&h, f);
+    *e = (pygpu_event_t)h;
+    return r;
+}
+
+pygpu_status pygpu_rt_event_destroy(pygpu_event_t e) { return RT(EventDestroy)(E(e)); }
+pygpu_status pygpu_rt_event_record(pygpu_event_t e, pygpu_stream_t s) { return RT(EventRecord)(E(e), S(s)); }
+pygpu_status pygpu_rt_event_synchronize(pygpu_event_t e) { return RT(EventSynchronize)(E(e)); }
+pygpu_status pygpu_rt_event_query(pygpu_event_t e) { return RT(EventQuery)(E(e)); }
+
+pygpu_status pygpu_rt_event_elapsed_ms(float *ms, pygpu_event_t start, pygpu_event_t end)
+{
+    return RT(EventElapsedTime)(ms, E(start), E(end));
+}

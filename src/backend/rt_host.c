@@ -1,0 +1,420 @@
+/*
+ * rt_host.c -- the runtime interface on host memory.
+ *
+ * Device memory is host memory and every operation really happens, at once,
+ * so streams run in order and events carry the time they were recorded.
+ * Statuses use the CUDA runtime's numbers and names, so code that checks
+ * them (and the original PyGPU's cudaError_t objects) behaves the same on
+ * machines without a GPU.
+ *
+ * Environment: PYGPU_HOST_DEVICES (how many devices to present, default 1)
+ * and PYGPU_HOST_MEMORY (bytes of "device memory", suffixes K/M/G/T; default
+ * the machine's physical memory; allocations past it fail as out of memory).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "rt.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+enum {
+    H_SUCCESS = 0,
+    H_INVALID_VALUE = 1,
+    H_MEMORY_ALLOCATION = 2,
+    H_INVALID_DEVICE = 101,
+    H_INVALID_HANDLE = 400,
+    H_NOT_READY = 600,
+    H_HOST_NOT_REGISTERED = 713,
+    H_NOT_SUPPORTED = 801,
+    H_UNKNOWN = 999,
+};
+
+static const struct { int code; const char *name, *text; } host_errors[] = {
+    {H_SUCCESS, "cudaSuccess", "no error"},
+    {H_INVALID_VALUE, "cudaErrorInvalidValue", "invalid argument"},
+    {H_MEMORY_ALLOCATION, "cudaErrorMemoryAllocation", "out of memory"},
+    {H_INVALID_DEVICE, "cudaErrorInvalidDevice", "invalid device ordinal"},
+    {H_INVALID_HANDLE, "cudaErrorInvalidResourceHandle", "invalid resource handle"},
+    {H_NOT_READY, "cudaErrorNotReady", "device not ready"},
+    {H_HOST_NOT_REGISTERED, "cudaErrorHostMemoryNotRegistered",
+     "pointer does not correspond to a registered memory region"},
+    {H_NOT_SUPPORTED, "cudaErrorNotSupported", "operation not supported"},
+    {H_UNKNOWN, "cudaErrorUnknown", "unknown error"},
+};
+
+const pygpu_status PYGPU_RT_INVALID_VALUE = H_INVALID_VALUE;
+
+const char *pygpu_rt_vendor(void) { return "host"; }
+pygpu_status pygpu_rt_runtime_version(int *v) { *v = 0; return H_SUCCESS; }
+pygpu_status pygpu_rt_driver_version(int *v) { *v = 0; return H_SUCCESS; }
+
+const char *pygpu_rt_error_name(pygpu_status s)
+{
+    for (size_t i = 0; i < sizeof host_errors / sizeof host_errors[0]; i++)
+        if (host_errors[i].code == s)
+            return host_errors[i].name;
+    return "cudaErrorUnknown";
+}
+
+const char *pygpu_rt_error_string(pygpu_status s)
+{
+    for (size_t i = 0; i < sizeof host_errors / sizeof host_errors[0]; i++)
+        if (host_errors[i].code == s)
+            return host_errors[i].text;
+    return "unrecognized error code";
+}
+
+int pygpu_rt_is_out_of_memory(pygpu_status s) { return s == H_MEMORY_ALLOCATION; }
+int pygpu_rt_is_not_ready(pygpu_status s) { return s == H_NOT_READY; }
+
+/* The last error, per thread, as the runtimes keep it. */
+static _Thread_local pygpu_status last_error;
+
+static pygpu_status fail(pygpu_status s)
+{
+    last_error = s;
+    return s;
+}
+
+pygpu_status pygpu_rt_get_last_error(void)
+{
+    pygpu_status s = last_error;
+    last_error = H_SUCCESS;
+    return s;
+}
+
+pygpu_status pygpu_rt_peek_last_error(void) { return last_error; }
+
+/* ---- configuration, read once ----------------------------------------- */
+
+static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+static int n_devices = 1;
+static size_t memory_limit;             /* 0: the physical memory */
+static atomic_size_t memory_in_use;
+
+static size_t parse_bytes(const char *s)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s)
+        return 0;
+    switch (*end) {
+    case 'T': case 't': v <<= 10; /* fall through */
+    case 'G': case 'g': v <<= 10; /* fall through */
+    case 'M': case 'm': v <<= 10; /* fall through */
+    case 'K': case 'k': v <<= 10; break;
+    default: break;
+    }
+    return (size_t)v;
+}
+
+static void read_config(void)
+{
+    const char *s = getenv("PYGPU_HOST_DEVICES");
+    if (s) {
+        int n = atoi(s);
+        n_devices = n < 1 ? 1 : n > 64 ? 64 : n;
+    }
+    s = getenv("PYGPU_HOST_MEMORY");
+    if (s)
+        memory_limit = parse_bytes(s);
+}
+
+static void config(void) { pthread_once(&config_once, read_config); }
+
+static size_t physical_memory(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? (size_t)pages * (size_t)size : 0;
+}
+
+static size_t total_memory(void)
+{
+    config();
+    return memory_limit ? memory_limit : physical_memory();
+}
+
+/* ---- devices ---------------------------------------------------------- */
+
+static _Thread_local int current_device;
+
+pygpu_status pygpu_rt_device_count(int *n)
+{
+    config();
+    *n = n_devices;
+    return H_SUCCESS;
+}
+
+pygpu_status pygpu_rt_get_device(int *dev)
+{
+    *dev = current_device;
+    return H_SUCCESS;
+}
+
+pygpu_status pygpu_rt_set_device(int dev)
+{
+    config();
+    if (dev < 0 || dev >= n_devices)
+        return fail(H_INVALID_DEVICE);
+    current_device = dev;
+    return H_SUCCESS;
+}
+
+pygpu_status pygpu_rt_device_synchronize(void) { return H_SUCCESS; }
+pygpu_status pygpu_rt_device_reset(void) { return H_SUCCESS; }
+
+pygpu_status pygpu_rt_device_props(int dev, pygpu_device_props *p)
+{
+    config();
+    if (dev < 0 || dev >= n_devices)
+        return fail(H_INVALID_DEVICE);
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "PyGPU host device %d (CPU memory)", dev);
+    p->total_memory = total_memory();
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    p->multiprocessor_count = cpus > 0 ? (int)cpus : 1;
+    snprintf(p->pci_bus_id, sizeof p->pci_bus_id, "0000:00:%02x.0", dev);
+    memcpy(p->uuid, "pygpu-host-dev", 14);
+    p->uuid[15] = (unsigned char)dev;
+    return H_SUCCESS;
+}
+
+pygpu_status pygpu_rt_mem_get_info(size_t *free_bytes, size_t *total_bytes)
+{
+    size_t total = total_memory(), used = atomic_load(&memory_in_use);
+    *total_bytes = total;
+    *free_bytes = used < total ? total - used : 0;
+    if (!memory_limit) {
+        long avail = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+        if (avail > 0 && size > 0 && (size_t)avail * (size_t)size < *free_bytes)
+            *free_bytes = (size_t)avail * (size_t)size;
+    }
+    return H_SUCCESS;
+}
+
+/* ---- memory ----------------------------------------------------------- */
+
+/* Each block carries its size in a header, so that free can account for it;
+ * the header keeps the 256-byte alignment that the GPU runtimes give. */
+#define HEADER 256
+
+static pygpu_status block_alloc(void **p, size_t n, int counted)
+{
+    void *base = NULL;
+    *p = NULL;
+    if (n == 0)
+        return H_SUCCESS;
+    if (n > SIZE_MAX - HEADER)
+        return fail(H_MEMORY_ALLOCATION);
+    if (counted) {
+        size_t limit = total_memory();
+        size_t used = atomic_fetch_add(&memory_in_use, n);
+        if (used + n > limit || used + n < used) {
+            atomic_fetch_sub(&memory_in_use, n);
+            return fail(H_MEMORY_ALLOCATION);
+        }
+    }
+    if (posix_memalign(&base, HEADER, HEADER + n) != 0) {
+        if (counted)
+            atomic_fetch_sub(&memory_in_use, n);
+        return fail(H_MEMORY_ALLOCATION);
+    }
+    ((size_t *)base)[0] = n;
+    ((size_t *)base)[1] = (size_t)counted;
+    *p = (char *)base + HEADER;
+    return H_SUCCESS;
+}
+
+static pygpu_status block_free(void *p)
+{
+    if (!p)
+        return H_SUCCESS;
+    size_t *base = (size_t *)((char *)p - HEADER);
+    if (base[1])
+        atomic_fetch_sub(&memory_in_use, base[0]);
+    free(base);
+    return H_SUCCESS;
+}
+
+pygpu_status pygpu_rt_malloc(void **p, size_t n) { return block_alloc(p, n, 1); }
+pygpu_status pygpu_rt_free(void *p) { return block_free(p); }
+
+pygpu_status pygpu_rt_malloc_async(void **p, size_t n, pygpu_stream_t s, int *pooled)
+{
+    (void)s;
+    *pooled = 1;
+    return block_alloc(p, n, 1);
+}
+
+pygpu_status pygpu_rt_free_async(void *p, pygpu_stream_t s)
+{
+    (void)s;
+    return block_free(p);
+}
+
+pygpu_status pygpu_rt_mempool_trim(int dev, size_t keep_bytes)
+{
+    (void)keep_bytes;
+    config();
+    return dev < 0 || dev >= n_devices ? fail(H_INVALID_DEVICE) : H_SUCCESS;
+}
+
+pygpu_status pygpu_rt_host_alloc(void **p, size_t n) { return block_alloc(p, n, 0); }
+pygpu_status pygpu_rt_host_free(void *p) { return block_free(p); }
+
+pygpu_status pygpu_rt_host_register(void *p, size_t n)
+{
+    return p == NULL || n == 0 ? fail(H_INVALID_VALUE) : H_SUCCESS;
+}
+
+pygpu_status pygpu_rt_host_unregister(void *p) { return p ? H_SUCCESS : fail(H_INVALID_VALUE); }
+
+/* ---- copies ----------------------------------------------------------- */
+
+pygpu_status pygpu_rt_memcpy(void *dst, const void *src, size_t n, enum pygpu_copy_kind k)
+{
+    (void)k;
+    if (n && (!dst || !src))
+        return fail(H_INVALID_VALUE);
+    if (n)
+        memmove(dst, src, n);
+    return H_SUCCESS;
+}
+
+pygpu_status pygpu_rt_memcpy_async(void *dst, const void *src, size_t n,
+                                   enum pygpu_copy_kind k, pygpu_stream_t s)
+{
+    (void)s;
+    return pygpu_rt_memcpy(dst, src, n, k);
+}
+
+pygpu_status pygpu_rt_memset_async(void *dst, int value, size_t n, pygpu_stream_t s)
+{
+    (void)s;
+    if (n && !dst)
+        return fail(H_INVALID_VALUE);
+    if (n)
+        memset(dst, value, n);
+    return H_SUCCESS;
+}
+
+/* ---- streams ---------------------------------------------------------- */
+
+#define PRIORITY_LEAST 0
+#define PRIORITY_GREATEST (-5)
+
+typedef struct { int device, priority; unsigned flags; } host_stream;
+
+pygpu_status pygpu_rt_stream_create(pygpu_stream_t *s, unsigned flags, int priority)
+{
+    host_stream *h = malloc(sizeof *h);
+    *s = NULL;
+    if (!h)
+        return fail(H_MEMORY_ALLOCATION);
+    h->device = current_device;
+    h->flags = flags;
+    h->priority = priority > PRIORITY_LEAST ? PRIORITY_LEAST
+                : priority < PRIORITY_GREATEST ? PRIORITY_GREATEST : priority;
+    *s = h;
+    return H_SUCCESS;
+}
+
+static int special_stream(pygpu_stream_t s)
+{
+    return s == PYGPU_STREAM_NULL || s == PYGPU_STREAM_PER_THREAD || s == (pygpu_stream_t)1;
+}
+
+pygpu_status pygpu_rt_stream_destroy(pygpu_stream_t s)
+{
+    if (special_stream(s))
+        return fail(H_INVALID_HANDLE);
+    free(s);
+    return H_SUCCESS;
+}
+
+pygpu_status pygpu_rt_stream_synchronize(pygpu_stream_t s) { (void)s; return H_SUCCESS; }
+pygpu_status pygpu_rt_stream_query(pygpu_stream_t s) { (void)s; return H_SUCCESS; }
+
+typedef struct { double t; int recorded; unsigned flags; } host_event;
+
+pygpu_status pygpu_rt_stream_wait_event(pygpu_stream_t s, pygpu_event_t e)
+{
+    (void)s;
+    return e ? H_SUCCESS : fail(H_INVALID_HANDLE);
+}
+
+pygpu_status pygpu_rt_stream_priority(pygpu_stream_t s, int *priority)
+{
+    *priority = special_stream(s) ? 0 : ((host_stream *)s)->priority;
+    return H_SUCCESS;
+}
+
+pygpu_status pygpu_rt_stream_priority_range(int *least, int *greatest)
+{
+    *least = PRIORITY_LEAST;
+    *greatest = PRIORITY_GREATEST;
+    return H_SUCCESS;
+}
+
+/* ---- events ----------------------------------------------------------- */
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+pygpu_status pygpu_rt_event_create(pygpu_event_t *e, unsigned flags)
+{
+    host_event *h = calloc(1, sizeof *h);
+    *e = h;
+    if (!h)
+        return fail(H_MEMORY_ALLOCATION);
+    if ((flags & PYGPU_EVENT_INTERPROCESS) && !(flags & PYGPU_EVENT_DISABLE_TIMING)) {
+        free(h);                    /* as CUDA: interprocess events cannot time */
+        *e = NULL;
+        return fail(H_INVALID_VALUE);
+    }
+    h->flags = flags;
+    return H_SUCCESS;
+}
+
+pygpu_status pygpu_rt_event_destroy(pygpu_event_t e)
+{
+    if (!e)
+        return fail(H_INVALID_HANDLE);
+    free(e);
+    return H_SUCCESS;
+}
+
+pygpu_status pygpu_rt_event_record(pygpu_event_t e, pygpu_stream_t s)
+{
+    (void)s;
+    host_event *h = e;
+    if (!h)
+        return fail(H_INVALID_HANDLE);
+    h->t = now_ms();
+    h->recorded = 1;
+    return H_SUCCESS;
+}
+
+pygpu_status pygpu_rt_event_synchronize(pygpu_event_t e) { return e ? H_SUCCESS : fail(H_INVALID_HANDLE); }
+pygpu_status pygpu_rt_event_query(pygpu_event_t e) { return e ? H_SUCCESS : fail(H_INVALID_HANDLE); }
+
+pygpu_status pygpu_rt_event_elapsed_ms(float *ms, pygpu_event_t start, pygpu_event_t end)
+{
+    host_event *a = start, *b = end;
+    if (!a || !b || !a->recorded || !b->recorded ||
+        (a->flags & PYGPU_EVENT_DISABLE_TIMING) || (b->flags & PYGPU_EVENT_DISABLE_TIMING))
+        return fail(H_INVALID_HANDLE);
+    *ms = (float)(b->t - a->t);
+    return H_SUCCESS;
+}

@@ -1,0 +1,345 @@
+/*
+ * device.c -- devices: ordinals, the current device, and the Device type.
+ *
+ * Device objects are made once per ordinal and cached in the module state,
+ * so Device(i) is Device(i).  Properties are read from the runtime on first
+ * use.  The current device is per host thread, as in the runtimes; `with
+ * Device(i):` saves the previous one on a context-variable chain.
+ */
+#include "pygpu.h"
+
+#include <structmember.h>
+
+int pygpu_device_count(pygpu_state *st)
+{
+    int n = 0;
+    if (pygpu_check(st, pygpu_rt_device_count(&n), "GetDeviceCount") < 0)
+        return -1;
+    return n;
+}
+
+int pygpu_current_device(pygpu_state *st)
+{
+    int dev = 0;
+    if (pygpu_check(st, pygpu_rt_get_device(&dev), "GetDevice") < 0)
+        return -1;
+    return dev;
+}
+
+int pygpu_check_device_id(pygpu_state *st, long dev)
+{
+    int n = pygpu_device_count(st);
+    if (n < 0)
+        return -1;
+    if (dev < 0 || dev >= n) {
+        PyErr_Format(PyExc_ValueError, "device %ld out of range: the %s backend has %d device%s (0..%d)",
+                     dev, pygpu_rt_vendor(), n, n == 1 ? "" : "s", n - 1);
+        return -1;
+    }
+    return 0;
+}
+
+int pygpu_device_enter(pygpu_state *st, int dev, int *prev)
+{
+    if ((*prev = pygpu_current_device(st)) < 0)
+        return -1;
+    if (dev == *prev)
+        return 0;
+    if (pygpu_check_device_id(st, dev) < 0)
+        return -1;
+    return pygpu_check(st, pygpu_rt_set_device(dev), "SetDevice");
+}
+
+int pygpu_device_leave(pygpu_state *st, int prev)
+{
+    int cur = 0;
+    if (pygpu_rt_get_device(&cur) == 0 && cur == prev)
+        return 0;
+    return pygpu_check(st, pygpu_rt_set_device(prev), "SetDevice");
+}
+
+/* The tuple of all Device objects, made on first use; borrowed. */
+static PyObject *all_devices(pygpu_state *st)
+{
+    if (st->devices)
+        return st->devices;
+    int n = pygpu_device_count(st);
+    if (n < 0)
+        return NULL;
+    PyObject *t = PyTuple_New(n);
+    if (!t)
+        return NULL;
+    for (int i = 0; i < n; i++) {
+        PyGPUDevice *d = PyObject_New(PyGPUDevice, st->Device);
+        if (!d) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        d->id = i;
+        d->props_loaded = 0;
+        PyTuple_SET_ITEM(t, i, (PyObject *)d);
+    }
+    st->devices = t;
+    return t;
+}
+
+PyObject *pygpu_device_get(pygpu_state *st, int dev)
+{
+    if (pygpu_check_device_id(st, dev) < 0)
+        return NULL;
+    PyObject *all = all_devices(st);
+    if (!all)
+        return NULL;
+    return Py_NewRef(PyTuple_GET_ITEM(all, dev));
+}
+
+static PyObject *device_new(PyTypeObject *tp, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"device", NULL};
+    PyObject *arg = Py_None;
+    pygpu_state *st = pygpu_state_of_type(tp);
+    if (!st || !PyArg_ParseTupleAndKeywords(args, kwds, "|O:Device", kwlist, &arg))
+        return NULL;
+    long dev;
+    if (arg == Py_None) {
+        dev = pygpu_current_device(st);
+    } else if (Py_TYPE(arg) == tp) {
+        return Py_NewRef(arg);
+    } else {
+        if (!PyIndex_Check(arg))
+            return PyErr_Format(PyExc_TypeError, "Device() takes a device ordinal (int), not %.100s",
+                                Py_TYPE(arg)->tp_name);
+        dev = PyLong_AsLong(arg);
+        if (dev == -1 && PyErr_Occurred()) {
+            if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+                return NULL;
+            PyErr_Clear();
+            dev = LONG_MAX;
+        }
+    }
+    if (dev == -1 && PyErr_Occurred())
+        return NULL;
+    if (pygpu_check_device_id(st, dev) < 0)
+        return NULL;
+    return pygpu_device_get(st, (int)dev);
+}
+
+static void device_dealloc(PyObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    tp->tp_free(self);
+    Py_DECREF(tp);
+}
+
+/* Read the properties once; borrowed pointer, or NULL with an exception. */
+static const pygpu_device_props *props(PyGPUDevice *d)
+{
+    if (!d->props_loaded) {
+        pygpu_state *st = pygpu_state_of((PyObject *)d);
+        if (!st || pygpu_check(st, pygpu_rt_device_props(d->id, &d->props), "GetDeviceProperties") < 0)
+            return NULL;
+        d->props_loaded = 1;
+    }
+    return &d->props;
+}
+
+static PyObject *device_repr(PyObject *self)
+{
+    PyGPUDevice *d = (PyGPUDevice *)self;
+    const pygpu_device_props *p = props(d);
+    if (!p)
+        return NULL;
+    return PyUnicode_FromFormat("<pygpu.Device %d: %s>", d->id, p->name);
+}
+
+static PyObject *device_int(PyObject *self) { return PyLong_FromLong(((PyGPUDevice *)self)->id); }
+
+static PyObject *get_name(PyObject *self, void *c)
+{
+    (void)c;
+    const pygpu_device_props *p = props((PyGPUDevice *)self);
+    return p ? PyUnicode_FromString(p->name) : NULL;
+}
+
+static PyObject *get_cc(PyObject *self, void *c)
+{
+    (void)c;
+    const pygpu_device_props *p = props((PyGPUDevice *)self);
+    return p ? Py_BuildValue("(ii)", p->cc_major, p->cc_minor) : NULL;
+}
+
+static PyObject *get_total_memory(PyObject *self, void *c)
+{
+    (void)c;
+    const pygpu_device_props *p = props((PyGPUDevice *)self);
+    return p ? PyLong_FromSize_t(p->total_memory) : NULL;
+}
+
+static PyObject *get_mp_count(PyObject *self, void *c)
+{
+    (void)c;
+    const pygpu_device_props *p = props((PyGPUDevice *)self);
+    return p ? PyLong_FromLong(p->multiprocessor_count) : NULL;
+}
+
+static PyObject *get_pci_bus_id(PyObject *self, void *c)
+{
+    (void)c;
+    const pygpu_device_props *p = props((PyGPUDevice *)self);
+    return p ? PyUnicode_FromString(p->pci_bus_id) : NULL;
+}
+
+static PyObject *get_uuid(PyObject *self, void *c)
+{
+    (void)c;
+    const pygpu_device_props *p = props((PyGPUDevice *)self);
+    if (!p)
+        return NULL;
+    const unsigned char *u = p->uuid;
+    char s[37];
+    snprintf(s, sizeof s, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
+             u[13], u[14], u[15]);
+    return PyUnicode_FromString(s);
+}
+
+/* Run `fn` with this device current, then restore the previous one. */
+static PyObject *on_device(PyObject *self, PyObject *(*fn)(pygpu_state *))
+{
+    pygpu_state *st = pygpu_state_of(self);
+    int prev;
+    if (!st || pygpu_device_enter(st, ((PyGPUDevice *)self)->id, &prev) < 0)
+        return NULL;
+    PyObject *r = fn(st);
+    if (pygpu_device_leave(st, prev) < 0)
+        Py_CLEAR(r);
+    return r;
+}
+
+static PyObject *mem_info_here(pygpu_state *st)
+{
+    size_t free_b = 0, total_b = 0;
+    if (pygpu_check(st, pygpu_rt_mem_get_info(&free_b, &total_b), "MemGetInfo") < 0)
+        return NULL;
+    return Py_BuildValue("(nn)", (Py_ssize_t)free_b, (Py_ssize_t)total_b);
+}
+
+static PyObject *synchronize_here(pygpu_state *st)
+{
+    pygpu_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = pygpu_rt_device_synchronize();
+    Py_END_ALLOW_THREADS
+    if (pygpu_check(st, s, "DeviceSynchronize") < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *device_mem_info(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return on_device(self, mem_info_here);
+}
+
+static PyObject *device_synchronize(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return on_device(self, synchronize_here);
+}
+
+static PyObject *device_make_current(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    pygpu_state *st = pygpu_state_of(self);
+    if (!st || pygpu_check(st, pygpu_rt_set_device(((PyGPUDevice *)self)->id), "SetDevice") < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *device_enter(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    pygpu_state *st = pygpu_state_of(self);
+    int prev;
+    if (!st || (prev = pygpu_current_device(st)) < 0)
+        return NULL;
+    PyObject *saved = PyLong_FromLong(prev);
+    if (!saved || pygpu_ctxstack_push(st->device_var, saved) < 0) {
+        Py_XDECREF(saved);
+        return NULL;
+    }
+    Py_DECREF(saved);
+    if (pygpu_check(st, pygpu_rt_set_device(((PyGPUDevice *)self)->id), "SetDevice") < 0) {
+        Py_XDECREF(pygpu_ctxstack_pop(st->device_var));
+        return NULL;
+    }
+    return Py_NewRef(self);
+}
+
+static PyObject *device_exit(PyObject *self, PyObject *args)
+{
+    (void)args;
+    pygpu_state *st = pygpu_state_of(self);
+    PyObject *saved = st ? pygpu_ctxstack_pop(st->device_var) : NULL;
+    if (!saved)
+        return NULL;
+    long prev = PyLong_AsLong(saved);
+    Py_DECREF(saved);
+    if (pygpu_check(st, pygpu_rt_set_device((int)prev), "SetDevice") < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMemberDef device_members[] = {
+    {"id", T_INT, offsetof(PyGPUDevice, id), READONLY, "The device ordinal."},
+    {NULL},
+};
+
+static PyGetSetDef device_getset[] = {
+    {"name", get_name, NULL, "The device's name, as the runtime reports it.", NULL},
+    {"compute_capability", get_cc, NULL, "(major, minor).", NULL},
+    {"total_memory", get_total_memory, NULL, "Bytes of device memory.", NULL},
+    {"multiprocessor_count", get_mp_count, NULL, "Number of multiprocessors.", NULL},
+    {"pci_bus_id", get_pci_bus_id, NULL, "PCI address, 'domain:bus:device.function'.", NULL},
+    {"uuid", get_uuid, NULL, "The device's UUID, 'xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx'.", NULL},
+    {NULL},
+};
+
+static PyMethodDef device_methods[] = {
+    {"mem_info", device_mem_info, METH_NOARGS, "mem_info()\n--\n\n(free, total) bytes of this device."},
+    {"synchronize", device_synchronize, METH_NOARGS,
+     "synchronize()\n--\n\nWait for all work on this device."},
+    {"make_current", device_make_current, METH_NOARGS,
+     "make_current()\n--\n\nMake this the current device of this thread."},
+    {"__enter__", device_enter, METH_NOARGS, NULL},
+    {"__exit__", device_exit, METH_VARARGS, NULL},
+    {NULL},
+};
+
+static PyType_Slot device_slots[] = {
+    {Py_tp_doc, "Device(device=None)\n--\n\n"
+                "A device of the backend (None: the current one).  Use as a context\n"
+                "manager to make it current and restore the previous device after."},
+    {Py_tp_new, device_new},
+    {Py_tp_dealloc, device_dealloc},
+    {Py_tp_repr, device_repr},
+    {Py_nb_int, device_int},
+    {Py_nb_index, device_int},
+    {Py_tp_members, device_members},
+    {Py_tp_getset, device_getset},
+    {Py_tp_methods, device_methods},
+    {0, NULL},
+};
+
+static PyType_Spec device_spec = {
+    .name = "pygpu.Device",
+    .basicsize = sizeof(PyGPUDevice),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = device_slots,
+};
+
+int pygpu_device_init(PyObject *m, pygpu_state *st)
+{
+    st->Device = (PyTypeObject *)PyType_FromModuleAndSpec(m, &device_spec, NULL);
+    return st->Device ? PyModule_AddType(m, st->Device) : -1;
+}

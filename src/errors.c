@@ -1,0 +1,213 @@
+/*
+ * errors.c -- runtime statuses to Python: the one helper that turns a status
+ * into a GPUError, and cudaError_t, the original PyGPU's error object.
+ */
+#include "pygpu.h"
+
+#include <structmember.h>
+
+/* The prefix of the runtime's function names: "cuda", "hip" ("host" on
+ * the host backend, whose calls mirror CUDA's). */
+static const char *call_prefix(void)
+{
+    return pygpu_rt_vendor();
+}
+
+/* Set GPUError (or GPUMemoryError) for `status`, naming `call` (the runtime
+ * function without its prefix, such as "MallocAsync"). */
+static void raise_status(pygpu_state *st, pygpu_status status, const char *call)
+{
+    const char *name = pygpu_rt_error_name(status);
+    const char *text = pygpu_rt_error_string(status);
+    PyObject *cls = pygpu_rt_is_out_of_memory(status) ? st->GPUMemoryError : st->GPUError;
+    PyObject *args = NULL, *kwargs = NULL, *exc = NULL;
+
+    char fn[96];
+    snprintf(fn, sizeof fn, "%s%s", call_prefix(), call);
+    args = Py_BuildValue("(N)", PyUnicode_FromFormat("%s: %s (%d): %s", fn, name, (int)status, text));
+    if (!args)
+        goto done;
+    kwargs = Py_BuildValue("{s:i,s:s,s:s,s:s}", "code", (int)status, "name", name, "message", text,
+                           "call", fn);
+    if (!kwargs)
+        goto done;
+    exc = PyObject_Call(cls, args, kwargs);
+    if (exc)
+        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+done:
+    Py_XDECREF(args);
+    Py_XDECREF(kwargs);
+    Py_XDECREF(exc);
+}
+
+int pygpu_check(pygpu_state *st, pygpu_status status, const char *call)
+{
+    if (status == 0)
+        return 0;
+    /* Clear the runtime's last error so later checks do not see it again. */
+    (void)pygpu_rt_get_last_error();
+    raise_status(st, status, call);
+    return -1;
+}
+
+/* ---- cudaError_t ------------------------------------------------------- */
+
+PyObject *pygpu_error_object(pygpu_state *st, int code)
+{
+    PyGPUErrorObj *e = PyObject_New(PyGPUErrorObj, st->ErrorObj);
+    if (e)
+        e->code = code;
+    return (PyObject *)e;
+}
+
+static PyObject *errobj_new(PyTypeObject *tp, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"code", NULL};
+    PyObject *arg = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:cudaError_t", kwlist, &arg))
+        return NULL;
+    int code = 0;
+    if (arg && Py_TYPE(arg) == tp) {
+        code = ((PyGPUErrorObj *)arg)->code;
+    } else if (arg) {
+        if (!PyIndex_Check(arg))
+            return PyErr_Format(PyExc_TypeError,
+                                "cudaError_t() takes an int or an error object, not %.100s",
+                                Py_TYPE(arg)->tp_name);
+        long v = PyLong_AsLong(arg);
+        if (v == -1 && PyErr_Occurred())
+            return NULL;
+        if (v < INT_MIN || v > INT_MAX)
+            return PyErr_Format(PyExc_OverflowError, "error code %ld out of range", v);
+        code = (int)v;
+    }
+    PyGPUErrorObj *e = (PyGPUErrorObj *)tp->tp_alloc(tp, 0);
+    if (e)
+        e->code = code;
+    return (PyObject *)e;
+}
+
+static void errobj_dealloc(PyObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    tp->tp_free(self);
+    Py_DECREF(tp);
+}
+
+static PyObject *errobj_repr(PyObject *self)
+{
+    return PyUnicode_FromFormat("<cudaError: code=%d>", ((PyGPUErrorObj *)self)->code);
+}
+
+static PyObject *errobj_int(PyObject *self) { return PyLong_FromLong(((PyGPUErrorObj *)self)->code); }
+
+static int errobj_bool(PyObject *self) { return ((PyGPUErrorObj *)self)->code != 0; }
+
+static Py_hash_t errobj_hash(PyObject *self)
+{
+    Py_hash_t h = ((PyGPUErrorObj *)self)->code;
+    return h == -1 ? -2 : h;        /* as hash(int) */
+}
+
+/* The code of an int or error object; 1 if found, 0 if `o` is neither. */
+static int code_of(PyObject *o, PyTypeObject *tp, long *code)
+{
+    if (Py_TYPE(o) == tp) {
+        *code = ((PyGPUErrorObj *)o)->code;
+        return 1;
+    }
+    if (PyLong_Check(o)) {
+        int overflow;
+        *code = PyLong_AsLongAndOverflow(o, &overflow);
+        if (overflow)
+            *code = LONG_MIN;       /* equal to no error code */
+        return 1;
+    }
+    return 0;
+}
+
+static PyObject *errobj_richcompare(PyObject *a, PyObject *b, int op)
+{
+    long x, y;
+    if ((op != Py_EQ && op != Py_NE) || !code_of(a, Py_TYPE(a), &x) || !code_of(b, Py_TYPE(a), &y))
+        Py_RETURN_NOTIMPLEMENTED;
+    return PyBool_FromLong((x == y) == (op == Py_EQ));
+}
+
+static PyObject *errobj_name(PyObject *self, void *c)
+{
+    (void)c;
+    return PyUnicode_FromString(pygpu_rt_error_name(((PyGPUErrorObj *)self)->code));
+}
+
+static PyObject *errobj_string(PyObject *self, void *c)
+{
+    (void)c;
+    return PyUnicode_FromString(pygpu_rt_error_string(((PyGPUErrorObj *)self)->code));
+}
+
+static PyObject *errobj_as_int(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return errobj_int(self);
+}
+
+static PyMemberDef errobj_members[] = {
+    {"code", T_INT, offsetof(PyGPUErrorObj, code), READONLY, "The runtime's status number."},
+    {NULL},
+};
+
+static PyGetSetDef errobj_getset[] = {
+    {"name", errobj_name, NULL, "The status's name, such as 'cudaErrorInvalidValue'.", NULL},
+    {"string", errobj_string, NULL, "The runtime's message for the status.", NULL},
+    {NULL},
+};
+
+static PyMethodDef errobj_methods[] = {
+    {"as_int", errobj_as_int, METH_NOARGS, "as_int()\n--\n\nThe status number."},
+    {NULL},
+};
+
+static PyType_Slot errobj_slots[] = {
+    {Py_tp_doc, "cudaError_t(code=0)\n--\n\n"
+                "A runtime status, as the original PyGPU returns them: truthy only\n"
+                "when it is an error; compares equal to its code."},
+    {Py_tp_new, errobj_new},
+    {Py_tp_dealloc, errobj_dealloc},
+    {Py_tp_repr, errobj_repr},
+    {Py_tp_hash, errobj_hash},
+    {Py_tp_richcompare, errobj_richcompare},
+    {Py_nb_int, errobj_int},
+    {Py_nb_index, errobj_int},
+    {Py_nb_bool, errobj_bool},
+    {Py_tp_members, errobj_members},
+    {Py_tp_getset, errobj_getset},
+    {Py_tp_methods, errobj_methods},
+    {0, NULL},
+};
+
+static PyType_Spec errobj_spec = {
+    .name = "pygpu.cudaError_t",
+    .basicsize = sizeof(PyGPUErrorObj),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = errobj_slots,
+};
+
+int pygpu_errors_init(PyObject *m, pygpu_state *st)
+{
+    PyObject *errors = PyImport_ImportModule("pygpu._errors");
+    if (!errors)
+        return -1;
+    st->GPUError = PyObject_GetAttrString(errors, "GPUError");
+    st->GPUMemoryError = st->GPUError ? PyObject_GetAttrString(errors, "GPUMemoryError") : NULL;
+    Py_DECREF(errors);
+    if (!st->GPUMemoryError)
+        return -1;
+    if (PyModule_AddObjectRef(m, "GPUError", st->GPUError) < 0 ||
+        PyModule_AddObjectRef(m, "GPUMemoryError", st->GPUMemoryError) < 0)
+        return -1;
+    st->ErrorObj = (PyTypeObject *)PyType_FromModuleAndSpec(m, &errobj_spec, NULL);
+    if (!st->ErrorObj)
+        return -1;
+    return PyModule_AddType(m, st->ErrorObj);
+}

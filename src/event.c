@@ -1,0 +1,221 @@
+/*
+ * event.c -- the Event type: markers in a stream, for ordering across
+ * streams and for timing.
+ */
+#include "pygpu.h"
+
+static PyObject *event_new(PyTypeObject *tp, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"timing", "blocking", "interprocess", NULL};
+    int timing = 1, blocking = 0, interprocess = 0;
+    pygpu_state *st = pygpu_state_of_type(tp);
+    if (!st || !PyArg_ParseTupleAndKeywords(args, kwds, "|ppp:Event", kwlist, &timing, &blocking,
+                                            &interprocess))
+        return NULL;
+    if (interprocess && timing) {
+        PyErr_SetString(PyExc_ValueError, "an interprocess Event cannot record timing: pass timing=False");
+        return NULL;
+    }
+    int dev = pygpu_current_device(st);
+    if (dev < 0)
+        return NULL;
+    PyGPUEvent *e = (PyGPUEvent *)tp->tp_alloc(tp, 0);
+    if (!e)
+        return NULL;
+    e->device = dev;
+    e->recorded = 0;
+    e->flags = (timing ? 0 : PYGPU_EVENT_DISABLE_TIMING) | (blocking ? PYGPU_EVENT_BLOCKING_SYNC : 0) |
+               (interprocess ? PYGPU_EVENT_INTERPROCESS : 0);
+    if (pygpu_check(st, pygpu_rt_event_create(&e->handle, e->flags), "EventCreateWithFlags") < 0) {
+        e->handle = NULL;
+        Py_DECREF(e);
+        return NULL;
+    }
+    return (PyObject *)e;
+}
+
+static void event_dealloc(PyObject *self)
+{
+    PyGPUEvent *e = (PyGPUEvent *)self;
+    PyTypeObject *tp = Py_TYPE(self);
+    if (e->handle) {
+        pygpu_rt_event_destroy(e->handle);
+        (void)pygpu_rt_get_last_error();
+    }
+    tp->tp_free(self);
+    Py_DECREF(tp);
+}
+
+static PyObject *event_repr(PyObject *self)
+{
+    PyGPUEvent *e = (PyGPUEvent *)self;
+    return PyUnicode_FromFormat("<pygpu.Event %p on device %d%s>", e->handle, e->device,
+                                e->recorded ? "" : ", not recorded");
+}
+
+static PyObject *event_record(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"stream", NULL};
+    PyObject *stream = Py_None;
+    pygpu_state *st = pygpu_state_of(self);
+    pygpu_stream_t h;
+    PyGPUEvent *e = (PyGPUEvent *)self;
+    if (!st || !PyArg_ParseTupleAndKeywords(args, kwds, "|O:record", kwlist, &stream) ||
+        pygpu_stream_arg(st, stream, &h) < 0 ||
+        pygpu_check(st, pygpu_rt_event_record(e->handle, h), "EventRecord") < 0)
+        return NULL;
+    e->recorded = 1;
+    return Py_NewRef(self);
+}
+
+static int wait_event(pygpu_state *st, PyGPUEvent *e)
+{
+    pygpu_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = pygpu_rt_event_synchronize(e->handle);
+    Py_END_ALLOW_THREADS
+    return pygpu_check(st, s, "EventSynchronize");
+}
+
+static PyObject *event_synchronize(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    pygpu_state *st = pygpu_state_of(self);
+    if (!st || wait_event(st, (PyGPUEvent *)self) < 0)
+        return NULL;
+    return Py_NewRef(self);
+}
+
+static PyObject *event_query(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    pygpu_state *st = pygpu_state_of(self);
+    if (!st)
+        return NULL;
+    pygpu_status s = pygpu_rt_event_query(((PyGPUEvent *)self)->handle);
+    if (pygpu_rt_is_not_ready(s)) {
+        (void)pygpu_rt_get_last_error();
+        Py_RETURN_FALSE;
+    }
+    if (pygpu_check(st, s, "EventQuery") < 0)
+        return NULL;
+    Py_RETURN_TRUE;
+}
+
+/* Check that `e` can be timed; -1 with ValueError saying why not. */
+static int timeable(PyGPUEvent *e, const char *which)
+{
+    if (!e->recorded) {
+        PyErr_Format(PyExc_ValueError, "the %s event was never recorded: call record() first", which);
+        return -1;
+    }
+    if (e->flags & PYGPU_EVENT_DISABLE_TIMING) {
+        PyErr_Format(PyExc_ValueError, "the %s event was created with timing=False", which);
+        return -1;
+    }
+    return 0;
+}
+
+/* Milliseconds from `start` to `end`, waiting for both. */
+static PyObject *elapsed(PyObject *start, PyObject *end)
+{
+    pygpu_state *st = pygpu_state_of(start);
+    if (!st)
+        return NULL;
+    if (!PyObject_TypeCheck(end, st->Event))
+        return PyErr_Format(PyExc_TypeError, "expected a pygpu.Event, not %.100s", Py_TYPE(end)->tp_name);
+    PyGPUEvent *a = (PyGPUEvent *)start, *b = (PyGPUEvent *)end;
+    float ms = 0;
+    if (timeable(a, "start") < 0 || timeable(b, "end") < 0 || wait_event(st, a) < 0 ||
+        wait_event(st, b) < 0 ||
+        pygpu_check(st, pygpu_rt_event_elapsed_ms(&ms, a->handle, b->handle), "EventElapsedTime") < 0)
+        return NULL;
+    return PyFloat_FromDouble(ms);
+}
+
+static PyObject *event_elapsed_time(PyObject *self, PyObject *end) { return elapsed(self, end); }
+static PyObject *event_time_till(PyObject *self, PyObject *end) { return elapsed(self, end); }
+static PyObject *event_time_since(PyObject *self, PyObject *start)
+{
+    pygpu_state *st = pygpu_state_of(self);
+    if (!st)
+        return NULL;
+    if (!PyObject_TypeCheck(start, st->Event))
+        return PyErr_Format(PyExc_TypeError, "expected a pygpu.Event, not %.100s", Py_TYPE(start)->tp_name);
+    return elapsed(start, self);
+}
+
+static PyObject *event_ptr(PyObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromVoidPtr(((PyGPUEvent *)self)->handle);
+}
+
+static PyObject *event_recorded(PyObject *self, void *c)
+{
+    (void)c;
+    return PyBool_FromLong(((PyGPUEvent *)self)->recorded);
+}
+
+static PyObject *event_timing(PyObject *self, void *c)
+{
+    (void)c;
+    return PyBool_FromLong(!(((PyGPUEvent *)self)->flags & PYGPU_EVENT_DISABLE_TIMING));
+}
+
+static PyObject *event_device(PyObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromLong(((PyGPUEvent *)self)->device);
+}
+
+static PyObject *event_int(PyObject *self) { return event_ptr(self, NULL); }
+
+static PyGetSetDef event_getset[] = {
+    {"ptr", event_ptr, NULL, "The event's handle (cudaEvent_t / hipEvent_t) as an int.", NULL},
+    {"handle", event_ptr, NULL, "Same as ptr.", NULL},
+    {"recorded", event_recorded, NULL, "True once record() has been called.", NULL},
+    {"timing", event_timing, NULL, "True if the event records time.", NULL},
+    {"device", event_device, NULL, "The device the event was made on.", NULL},
+    {NULL},
+};
+
+static PyMethodDef event_methods[] = {
+    {"record", (PyCFunction)(void (*)(void))event_record, METH_VARARGS | METH_KEYWORDS,
+     "record(stream=None)\n--\n\nRecord the event on `stream` (default: the current stream); return self."},
+    {"synchronize", event_synchronize, METH_NOARGS,
+     "synchronize()\n--\n\nWait until the recorded work is done; return self."},
+    {"query", event_query, METH_NOARGS, "query()\n--\n\nTrue if the recorded work is done."},
+    {"elapsed_time", event_elapsed_time, METH_O,
+     "elapsed_time(end, /)\n--\n\nMilliseconds from this event to `end`, waiting for both."},
+    {"time_till", event_time_till, METH_O,
+     "time_till(end, /)\n--\n\nMilliseconds from this event to `end` (PyCUDA's name)."},
+    {"time_since", event_time_since, METH_O,
+     "time_since(start, /)\n--\n\nMilliseconds from `start` to this event (PyCUDA's name)."},
+    {NULL},
+};
+
+static PyType_Slot event_slots[] = {
+    {Py_tp_doc, "Event(timing=True, blocking=False, interprocess=False)\n--\n\n"
+                "A marker in a stream, for ordering work across streams and for timing."},
+    {Py_tp_new, event_new},
+    {Py_tp_dealloc, event_dealloc},
+    {Py_tp_repr, event_repr},
+    {Py_nb_int, event_int},
+    {Py_tp_getset, event_getset},
+    {Py_tp_methods, event_methods},
+    {0, NULL},
+};
+
+static PyType_Spec event_spec = {
+    .name = "pygpu.Event",
+    .basicsize = sizeof(PyGPUEvent),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = event_slots,
+};
+
+int pygpu_event_init(PyObject *m, pygpu_state *st)
+{
+    st->Event = (PyTypeObject *)PyType_FromModuleAndSpec(m, &event_spec, NULL);
+    return st->Event ? PyModule_AddType(m, st->Event) : -1;
+}

@@ -1,0 +1,430 @@
+/*
+ * memory.c -- raw device memory: the DeviceAllocation owner, mem_alloc, and
+ * the byte copies between allocations, addresses and host buffers.
+ *
+ * A DeviceAllocation owns one allocation and frees it when it dies (or on
+ * free()).  Allocations come from the runtime's stream-ordered pool when the
+ * device has one, ordered on a stream, and are given back on that stream.
+ */
+#include "pygpu.h"
+
+#include <structmember.h>
+
+int pygpu_size_arg(PyObject *obj, const char *what, size_t *out)
+{
+    if (!PyIndex_Check(obj) || PyBool_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s must be an int, not %.100s", what, Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    PyObject *v = PyNumber_Index(obj);
+    if (!v)
+        return -1;
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow < 0 || (!overflow && x < 0)) {
+        PyErr_Format(PyExc_ValueError, "%s must be >= 0, got %S", what, v);
+        Py_DECREF(v);
+        return -1;
+    }
+    Py_DECREF(v);
+    if (x == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow > 0 || (unsigned long long)x > (unsigned long long)PY_SSIZE_T_MAX) {
+        PyErr_Format(PyExc_OverflowError, "%s is too large for this platform", what);
+        return -1;
+    }
+    *out = (size_t)x;
+    return 0;
+}
+
+/* ---- DeviceAllocation ---------------------------------------------------- */
+
+/* Give the allocation back; the raw status (no Python error set). */
+static pygpu_status release(PyGPUMemory *m)
+{
+    pygpu_status s = 0;
+    int prev = -1;
+    if (m->freed || !m->ptr) {
+        m->freed = 1;
+        return 0;
+    }
+    if (pygpu_rt_get_device(&prev) == 0 && prev != m->device)
+        pygpu_rt_set_device(m->device);
+    else
+        prev = -1;
+    s = m->pooled ? pygpu_rt_free_async(m->ptr, m->stream) : pygpu_rt_free(m->ptr);
+    if (prev >= 0)
+        pygpu_rt_set_device(prev);
+    m->ptr = NULL;
+    m->freed = 1;
+    Py_CLEAR(m->stream_ref);
+    return s;
+}
+
+PyObject *pygpu_memory_new(pygpu_state *st, size_t nbytes, PyObject *stream)
+{
+    PyGPUMemory *m = NULL;
+    PyObject *cur = NULL;
+    pygpu_stream_t h;
+    pygpu_status s;
+    int dev = pygpu_current_device(st);
+    if (dev < 0)
+        return NULL;
+    if (stream == NULL || stream == Py_None) {
+        if (!(stream = cur = pygpu_current_stream(st)))
+            return NULL;
+    }
+    if (pygpu_stream_arg(st, stream, &h) < 0)
+        goto done;
+    m = (PyGPUMemory *)st->Memory->tp_alloc(st->Memory, 0);
+    if (!m)
+        goto done;
+    m->size = nbytes;
+    m->device = dev;
+    /* The per-thread default stream is another stream in each thread: give
+     * such memory back on the legacy stream, which waits for it. */
+    m->stream = h == PYGPU_STREAM_PER_THREAD ? PYGPU_STREAM_NULL : h;
+    if (PyObject_TypeCheck(stream, st->Stream) && ((PyGPUStream *)stream)->owned)
+        m->stream_ref = Py_NewRef(stream);
+    if (st->use_pool) {
+        s = pygpu_rt_malloc_async(&m->ptr, nbytes, h, &m->pooled);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        s = pygpu_rt_malloc(&m->ptr, nbytes);
+        Py_END_ALLOW_THREADS
+    }
+    if (s != 0) {
+        m->ptr = NULL;
+        m->freed = 1;
+        Py_CLEAR(m);
+        (void)pygpu_check(st, s, st->use_pool ? "MallocAsync" : "Malloc");
+    }
+done:
+    Py_XDECREF(cur);
+    return (PyObject *)m;
+}
+
+static void memory_dealloc(PyObject *self)
+{
+    PyGPUMemory *m = (PyGPUMemory *)self;
+    PyTypeObject *tp = Py_TYPE(self);
+    if (m->weakreflist)
+        PyObject_ClearWeakRefs(self);
+    if (release(m) != 0)
+        (void)pygpu_rt_get_last_error();
+    tp->tp_free(self);
+    Py_DECREF(tp);
+}
+
+static int check_live(PyGPUMemory *m)
+{
+    if (m->freed) {
+        PyErr_SetString(PyExc_ValueError, "this DeviceAllocation was freed");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *memory_ptr(PyObject *self, void *c)
+{
+    (void)c;
+    PyGPUMemory *m = (PyGPUMemory *)self;
+    return check_live(m) < 0 ? NULL : PyLong_FromVoidPtr(m->ptr);
+}
+
+static PyObject *memory_int(PyObject *self) { return memory_ptr(self, NULL); }
+
+static PyObject *memory_repr(PyObject *self)
+{
+    PyGPUMemory *m = (PyGPUMemory *)self;
+    if (m->freed)
+        return PyUnicode_FromFormat("<pygpu.DeviceAllocation freed, %zu bytes>", m->size);
+    return PyUnicode_FromFormat("<pygpu.DeviceAllocation %p, %zu bytes on device %d>", m->ptr,
+                                m->size, m->device);
+}
+
+static PyObject *memory_free(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    pygpu_state *st = pygpu_state_of(self);
+    if (!st || pygpu_check(st, release((PyGPUMemory *)self), "Free") < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMemberDef memory_members[] = {
+    {"size", T_PYSSIZET, offsetof(PyGPUMemory, size), READONLY, "Bytes allocated."},
+    {"device", T_INT, offsetof(PyGPUMemory, device), READONLY, "The device holding the memory."},
+    {"pooled", T_BOOL, offsetof(PyGPUMemory, pooled), READONLY,
+     "True if it came from the stream-ordered pool."},
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(PyGPUMemory, weakreflist), READONLY, NULL},
+    {NULL},
+};
+
+static PyGetSetDef memory_getset[] = {
+    {"ptr", memory_ptr, NULL, "The device address as an int.", NULL},
+    {NULL},
+};
+
+static PyMethodDef memory_methods[] = {
+    {"free", memory_free, METH_NOARGS,
+     "free()\n--\n\nGive the memory back now; later use of this object raises ValueError."},
+    {NULL},
+};
+
+static PyType_Slot memory_slots[] = {
+    {Py_tp_doc, "DeviceAllocation: one device allocation, made by mem_alloc(), freed\n"
+                "when the object dies or free() is called."},
+    {Py_tp_dealloc, memory_dealloc},
+    {Py_tp_repr, memory_repr},
+    {Py_nb_int, memory_int},
+    {Py_nb_index, memory_int},
+    {Py_tp_members, memory_members},
+    {Py_tp_getset, memory_getset},
+    {Py_tp_methods, memory_methods},
+    {0, NULL},
+};
+
+static PyType_Spec memory_spec = {
+    .name = "pygpu.DeviceAllocation",
+    .basicsize = sizeof(PyGPUMemory),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .slots = memory_slots,
+};
+
+int pygpu_memory_init(PyObject *m, pygpu_state *st)
+{
+    st->Memory = (PyTypeObject *)PyType_FromModuleAndSpec(m, &memory_spec, NULL);
+    return st->Memory ? PyModule_AddType(m, st->Memory) : -1;
+}
+
+/* ---- module functions: allocation --------------------------------------- */
+
+static PyObject *mem_alloc(PyObject *mod, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"nbytes", "stream", NULL};
+    PyObject *n_obj, *stream = Py_None;
+    size_t n;
+    pygpu_state *st = PyModule_GetState(mod);
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:mem_alloc", kwlist, &n_obj, &stream) ||
+        pygpu_size_arg(n_obj, "mem_alloc() nbytes", &n) < 0)
+        return NULL;
+    return pygpu_memory_new(st, n, stream);
+}
+
+static PyObject *set_memory_pool(PyObject *mod, PyObject *arg)
+{
+    int on = PyObject_IsTrue(arg);
+    if (on < 0)
+        return NULL;
+    ((pygpu_state *)PyModule_GetState(mod))->use_pool = on;
+    Py_RETURN_NONE;
+}
+
+static PyObject *trim_memory_pool(PyObject *mod, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"keep_bytes", "device", NULL};
+    PyObject *keep_obj = NULL, *dev_obj = Py_None;
+    size_t keep = 0;
+    int dev;
+    pygpu_state *st = PyModule_GetState(mod);
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|OO:trim_memory_pool", kwlist, &keep_obj, &dev_obj) ||
+        (keep_obj && pygpu_size_arg(keep_obj, "keep_bytes", &keep) < 0))
+        return NULL;
+    if (dev_obj == Py_None) {
+        if ((dev = pygpu_current_device(st)) < 0)
+            return NULL;
+    } else {
+        long d = PyLong_AsLong(dev_obj);
+        if (d == -1 && PyErr_Occurred())
+            return NULL;
+        if (pygpu_check_device_id(st, d) < 0)
+            return NULL;
+        dev = (int)d;
+    }
+    if (pygpu_check(st, pygpu_rt_mempool_trim(dev, keep), "MemPoolTrimTo") < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* ---- module functions: copies ------------------------------------------- */
+
+int pygpu_address_arg(pygpu_state *st, PyObject *obj, void **ptr, size_t *size)
+{
+    if (PyObject_TypeCheck(obj, st->Memory)) {
+        PyGPUMemory *m = (PyGPUMemory *)obj;
+        if (check_live(m) < 0)
+            return -1;
+        *ptr = m->ptr;
+        *size = m->size;
+        return 0;
+    }
+    if (PyLong_Check(obj) && !PyBool_Check(obj)) {
+        *ptr = PyLong_AsVoidPtr(obj);
+        *size = SIZE_MAX;
+        return *ptr == NULL && PyErr_Occurred() ? -1 : 0;
+    }
+    PyErr_Format(PyExc_TypeError, "a device address must be a DeviceAllocation or an int, not %.100s",
+                 Py_TYPE(obj)->tp_name);
+    return -1;
+}
+
+/* Check that `n` bytes fit in a region of `size` bytes. */
+static int fits(const char *fn, const char *which, size_t n, size_t size)
+{
+    if (n > size) {
+        PyErr_Format(PyExc_ValueError, "%s: %zu bytes do not fit in the %zu-byte %s allocation", fn, n,
+                     size, which);
+        return -1;
+    }
+    return 0;
+}
+
+/* Queue a copy on `s`; unless `async`, wait for it.  GIL released. */
+static int run_copy(pygpu_state *st, const char *fn, void *dst, const void *src, size_t n,
+                    enum pygpu_copy_kind kind, pygpu_stream_t s, int async)
+{
+    pygpu_status r = 0;
+    if (n == 0)
+        return 0;
+    Py_BEGIN_ALLOW_THREADS
+    r = pygpu_rt_memcpy_async(dst, src, n, kind, s);
+    if (r == 0 && !async)
+        r = pygpu_rt_stream_synchronize(s);
+    Py_END_ALLOW_THREADS
+    return pygpu_check(st, r, "MemcpyAsync");
+}
+
+static PyObject *copy_htod(PyObject *mod, PyObject *args, PyObject *kwds, int async)
+{
+    static char *kwlist[] = {"dest", "src", "stream", NULL};
+    const char *fn = async ? "memcpy_htod_async" : "memcpy_htod";
+    PyObject *dest, *src, *stream = Py_None;
+    Py_buffer buf = {0};
+    void *dptr;
+    size_t dsize;
+    pygpu_stream_t s;
+    pygpu_state *st = PyModule_GetState(mod);
+    PyObject *r = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|O", kwlist, &dest, &src, &stream) ||
+        pygpu_address_arg(st, dest, &dptr, &dsize) < 0 || pygpu_stream_arg(st, stream, &s) < 0 ||
+        PyObject_GetBuffer(src, &buf, PyBUF_ANY_CONTIGUOUS) < 0)
+        return NULL;
+    if (fits(fn, "destination", (size_t)buf.len, dsize) < 0 ||
+        run_copy(st, fn, dptr, buf.buf, (size_t)buf.len, PYGPU_COPY_H2D, s, async) < 0)
+        goto done;
+    r = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&buf);
+    return r;
+}
+
+static PyObject *copy_dtoh(PyObject *mod, PyObject *args, PyObject *kwds, int async)
+{
+    static char *kwlist[] = {"dest", "src", "stream", NULL};
+    const char *fn = async ? "memcpy_dtoh_async" : "memcpy_dtoh";
+    PyObject *dest, *src, *stream = Py_None;
+    Py_buffer buf = {0};
+    void *sptr;
+    size_t ssize;
+    pygpu_stream_t s;
+    pygpu_state *st = PyModule_GetState(mod);
+    PyObject *r = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|O", kwlist, &dest, &src, &stream) ||
+        pygpu_address_arg(st, src, &sptr, &ssize) < 0 || pygpu_stream_arg(st, stream, &s) < 0 ||
+        PyObject_GetBuffer(dest, &buf, PyBUF_ANY_CONTIGUOUS | PyBUF_WRITABLE) < 0)
+        return NULL;
+    if (fits(fn, "source", (size_t)buf.len, ssize) < 0 ||
+        run_copy(st, fn, buf.buf, sptr, (size_t)buf.len, PYGPU_COPY_D2H, s, async) < 0)
+        goto done;
+    r = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&buf);
+    return r;
+}
+
+static PyObject *copy_dtod(PyObject *mod, PyObject *args, PyObject *kwds, int async)
+{
+    static char *kwlist[] = {"dest", "src", "nbytes", "stream", NULL};
+    const char *fn = async ? "memcpy_dtod_async" : "memcpy_dtod";
+    PyObject *dest, *src, *n_obj, *stream = Py_None;
+    void *dptr, *sptr;
+    size_t dsize, ssize, n;
+    pygpu_stream_t s;
+    pygpu_state *st = PyModule_GetState(mod);
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO|O", kwlist, &dest, &src, &n_obj, &stream) ||
+        pygpu_address_arg(st, dest, &dptr, &dsize) < 0 || pygpu_address_arg(st, src, &sptr, &ssize) < 0 ||
+        pygpu_size_arg(n_obj, "nbytes", &n) < 0 || pygpu_stream_arg(st, stream, &s) < 0 ||
+        fits(fn, "destination", n, dsize) < 0 || fits(fn, "source", n, ssize) < 0 ||
+        run_copy(st, fn, dptr, sptr, n, PYGPU_COPY_D2D, s, async) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *fill_d8(PyObject *mod, PyObject *args, PyObject *kwds, int async)
+{
+    static char *kwlist[] = {"dest", "value", "nbytes", "stream", NULL};
+    const char *fn = async ? "memset_d8_async" : "memset_d8";
+    PyObject *dest, *n_obj, *stream = Py_None;
+    unsigned char value;
+    void *dptr;
+    size_t dsize, n;
+    pygpu_stream_t s;
+    pygpu_status r = 0;
+    pygpu_state *st = PyModule_GetState(mod);
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "ObO|O", kwlist, &dest, &value, &n_obj, &stream) ||
+        pygpu_address_arg(st, dest, &dptr, &dsize) < 0 || pygpu_size_arg(n_obj, "nbytes", &n) < 0 ||
+        pygpu_stream_arg(st, stream, &s) < 0 || fits(fn, "destination", n, dsize) < 0)
+        return NULL;
+    if (n) {
+        Py_BEGIN_ALLOW_THREADS
+        r = pygpu_rt_memset_async(dptr, value, n, s);
+        if (r == 0 && !async)
+            r = pygpu_rt_stream_synchronize(s);
+        Py_END_ALLOW_THREADS
+    }
+    if (pygpu_check(st, r, "MemsetAsync") < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+#define SYNC_AND_ASYNC(name, impl)                                                        \
+    static PyObject *name(PyObject *m, PyObject *a, PyObject *k) { return impl(m, a, k, 0); } \
+    static PyObject *name##_async(PyObject *m, PyObject *a, PyObject *k) { return impl(m, a, k, 1); }
+
+SYNC_AND_ASYNC(memcpy_htod, copy_htod)
+SYNC_AND_ASYNC(memcpy_dtoh, copy_dtoh)
+SYNC_AND_ASYNC(memcpy_dtod, copy_dtod)
+SYNC_AND_ASYNC(memset_d8, fill_d8)
+
+#define KW(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
+
+PyMethodDef pygpu_memcpy_methods[] = {
+    {"mem_alloc", KW(mem_alloc),
+     "mem_alloc(nbytes, stream=None)\n--\n\n"
+     "Allocate device memory on the current device; a DeviceAllocation."},
+    {"set_memory_pool", set_memory_pool, METH_O,
+     "set_memory_pool(enabled, /)\n--\n\nAllocate from the stream-ordered pool (True) or not."},
+    {"trim_memory_pool", KW(trim_memory_pool),
+     "trim_memory_pool(keep_bytes=0, device=None)\n--\n\n"
+     "Give cached pool memory back to the system, keeping at most keep_bytes."},
+    {"memcpy_htod", KW(memcpy_htod),
+     "memcpy_htod(dest, src, stream=None)\n--\n\nCopy buffer `src` to device address `dest`; wait."},
+    {"memcpy_htod_async", KW(memcpy_htod_async),
+     "memcpy_htod_async(dest, src, stream=None)\n--\n\n"
+     "Queue a copy of buffer `src` to `dest`; keep `src` alive and unchanged until the stream passes it."},
+    {"memcpy_dtoh", KW(memcpy_dtoh),
+     "memcpy_dtoh(dest, src, stream=None)\n--\n\nFill writable buffer `dest` from device address `src`; wait."},
+    {"memcpy_dtoh_async", KW(memcpy_dtoh_async),
+     "memcpy_dtoh_async(dest, src, stream=None)\n--\n\n"
+     "Queue filling `dest` from `src`; `dest` is ready once the stream passes it."},
+    {"memcpy_dtod", KW(memcpy_dtod),
+     "memcpy_dtod(dest, src, nbytes, stream=None)\n--\n\nCopy nbytes between device addresses; wait."},
+    {"memcpy_dtod_async", KW(memcpy_dtod_async),
+     "memcpy_dtod_async(dest, src, nbytes, stream=None)\n--\n\nQueue a device-to-device copy."},
+    {"memset_d8", KW(memset_d8),
+     "memset_d8(dest, value, nbytes, stream=None)\n--\n\nSet nbytes at `dest` to byte `value`; wait."},
+    {"memset_d8_async", KW(memset_d8_async),
+     "memset_d8_async(dest, value, nbytes, stream=None)\n--\n\nQueue setting nbytes to byte `value`."},
+    {NULL},
+};

@@ -1,0 +1,242 @@
+/*
+ * module.c -- the extension module: multi-phase init, per-module state, and
+ * the module-level device functions.
+ *
+ * The same sources build pygpu._cuda, pygpu._hip and pygpu._host; setup.py
+ * defines PYGPU_BACKEND_{CUDA,HIP,HOST} and PYGPU_MODULE_NAME.
+ */
+#include "pygpu.h"
+
+#ifndef PYGPU_MODULE_NAME
+#  error "PYGPU_MODULE_NAME must name the module (_cuda, _hip or _host)"
+#endif
+#define PYGPU_CAT(a, b) a##b
+#define PYGPU_INIT_FUNC(name) PYGPU_CAT(PyInit_, name)
+#define PYGPU_STR2(x) #x
+#define PYGPU_STR(x) PYGPU_STR2(x)
+
+pygpu_state *pygpu_state_of_type(PyTypeObject *tp)
+{
+    /* Walk to the first base defined by this module (subclasses may be
+     * plain Python classes), as PyType_GetModuleByDef does on 3.11+. */
+    for (; tp; tp = tp->tp_base) {
+        if (!(tp->tp_flags & Py_TPFLAGS_HEAPTYPE))
+            continue;
+        PyObject *m = ((PyHeapTypeObject *)tp)->ht_module;
+        if (m && PyModule_GetDef(m) == &pygpu_module_def)
+            return (pygpu_state *)PyModule_GetState(m);
+    }
+    PyErr_SetString(PyExc_TypeError, "object's type is not from this pygpu module");
+    return NULL;
+}
+
+static pygpu_state *state(PyObject *module) { return (pygpu_state *)PyModule_GetState(module); }
+
+/* ---- module functions -------------------------------------------------- */
+
+static PyObject *mod_device_count(PyObject *m, PyObject *unused)
+{
+    (void)unused;
+    int n = pygpu_device_count(state(m));
+    return n < 0 ? NULL : PyLong_FromLong(n);
+}
+
+static PyObject *mod_get_device(PyObject *m, PyObject *unused)
+{
+    (void)unused;
+    int d = pygpu_current_device(state(m));
+    return d < 0 ? NULL : PyLong_FromLong(d);
+}
+
+static PyObject *mod_set_device(PyObject *m, PyObject *arg)
+{
+    pygpu_state *st = state(m);
+    if (!PyIndex_Check(arg))
+        return PyErr_Format(PyExc_TypeError, "set_device() takes a device ordinal (int), not %.100s",
+                            Py_TYPE(arg)->tp_name);
+    long dev = PyLong_AsLong(arg);
+    if (dev == -1 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+            return NULL;
+        PyErr_Clear();
+        dev = LONG_MAX;
+    }
+    if (pygpu_check_device_id(st, dev) < 0 || pygpu_check(st, pygpu_rt_set_device((int)dev), "SetDevice") < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_synchronize(PyObject *m, PyObject *unused)
+{
+    (void)unused;
+    pygpu_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = pygpu_rt_device_synchronize();
+    Py_END_ALLOW_THREADS
+    if (pygpu_check(state(m), s, "DeviceSynchronize") < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_mem_get_info(PyObject *m, PyObject *unused)
+{
+    (void)unused;
+    size_t free_b = 0, total_b = 0;
+    if (pygpu_check(state(m), pygpu_rt_mem_get_info(&free_b, &total_b), "MemGetInfo") < 0)
+        return NULL;
+    return Py_BuildValue("(nn)", (Py_ssize_t)free_b, (Py_ssize_t)total_b);
+}
+
+static PyObject *mod_current_stream(PyObject *m, PyObject *unused)
+{
+    (void)unused;
+    return pygpu_current_stream(state(m));
+}
+
+static PyObject *mod_stream_priority_range(PyObject *m, PyObject *unused)
+{
+    (void)unused;
+    int least = 0, greatest = 0;
+    if (pygpu_check(state(m), pygpu_rt_stream_priority_range(&least, &greatest),
+                    "DeviceGetStreamPriorityRange") < 0)
+        return NULL;
+    return Py_BuildValue("(ii)", least, greatest);
+}
+
+static PyObject *mod_runtime_version(PyObject *m, PyObject *unused)
+{
+    (void)unused;
+    int v = 0;
+    if (pygpu_check(state(m), pygpu_rt_runtime_version(&v), "RuntimeGetVersion") < 0)
+        return NULL;
+    return PyLong_FromLong(v);
+}
+
+static PyObject *mod_driver_version(PyObject *m, PyObject *unused)
+{
+    (void)unused;
+    int v = 0;
+    if (pygpu_check(state(m), pygpu_rt_driver_version(&v), "DriverGetVersion") < 0)
+        return NULL;
+    return PyLong_FromLong(v);
+}
+
+/* _probe() -> (device count, status name): never raises for runtime errors;
+ * the package uses it to choose a backend at import. */
+static PyObject *mod_probe(PyObject *m, PyObject *unused)
+{
+    (void)m;
+    (void)unused;
+    int n = 0;
+    pygpu_status s = pygpu_rt_device_count(&n);
+    (void)pygpu_rt_get_last_error();
+    return Py_BuildValue("(is)", s ? 0 : n, pygpu_rt_error_name(s));
+}
+
+static PyMethodDef module_methods[] = {
+    {"device_count", mod_device_count, METH_NOARGS,
+     "device_count()\n--\n\nThe number of devices; GPUError if the runtime has none."},
+    {"get_device", mod_get_device, METH_NOARGS, "get_device()\n--\n\nThe current device of this thread."},
+    {"set_device", mod_set_device, METH_O, "set_device(device, /)\n--\n\nMake `device` current in this thread."},
+    {"synchronize", mod_synchronize, METH_NOARGS,
+     "synchronize()\n--\n\nWait for all work on the current device."},
+    {"mem_get_info", mod_mem_get_info, METH_NOARGS,
+     "mem_get_info()\n--\n\n(free, total) bytes of the current device."},
+    {"current_stream", mod_current_stream, METH_NOARGS,
+     "current_stream()\n--\n\nThe innermost `with stream:` of this thread, else Stream.null."},
+    {"stream_priority_range", mod_stream_priority_range, METH_NOARGS,
+     "stream_priority_range()\n--\n\n(least, greatest) stream priority of the current device."},
+    {"runtime_version", mod_runtime_version, METH_NOARGS,
+     "runtime_version()\n--\n\nThe runtime's version as the vendor encodes it (0 on host)."},
+    {"driver_version", mod_driver_version, METH_NOARGS,
+     "driver_version()\n--\n\nThe driver's version as the vendor encodes it (0 on host)."},
+    {"_probe", mod_probe, METH_NOARGS,
+     "_probe()\n--\n\n(device count, status name), without raising."},
+    {NULL},
+};
+
+/* ---- init ------------------------------------------------------------ */
+
+static int add_methods(PyObject *m, PyMethodDef *defs)
+{
+    return PyModule_AddFunctions(m, defs);
+}
+
+static int module_exec(PyObject *m)
+{
+    pygpu_state *st = state(m);
+    st->use_pool = 1;
+    st->stream_var = PyContextVar_New("pygpu.current_stream", NULL);
+    st->device_var = PyContextVar_New("pygpu.device_stack", NULL);
+    if (!st->stream_var || !st->device_var)
+        return -1;
+    if (PyModule_AddStringConstant(m, "backend", pygpu_rt_vendor()) < 0 ||
+        pygpu_errors_init(m, st) < 0 || pygpu_device_init(m, st) < 0 ||
+        pygpu_stream_init(m, st) < 0 || pygpu_event_init(m, st) < 0 ||
+        pygpu_memory_init(m, st) < 0 || pygpu_pinned_init(m, st) < 0 ||
+        add_methods(m, pygpu_memcpy_methods) < 0 || add_methods(m, pygpu_pinned_methods) < 0)
+        return -1;
+    return 0;
+}
+
+static int module_traverse(PyObject *m, visitproc visit, void *arg)
+{
+    pygpu_state *st = state(m);
+    Py_VISIT(st->Device);
+    Py_VISIT(st->Stream);
+    Py_VISIT(st->Event);
+    Py_VISIT(st->Memory);
+    Py_VISIT(st->HostMemory);
+    Py_VISIT(st->ErrorObj);
+    Py_VISIT(st->GPUError);
+    Py_VISIT(st->GPUMemoryError);
+    Py_VISIT(st->stream_var);
+    Py_VISIT(st->device_var);
+    Py_VISIT(st->devices);
+    Py_VISIT(st->null_stream);
+    Py_VISIT(st->per_thread_stream);
+    return 0;
+}
+
+static int module_clear(PyObject *m)
+{
+    pygpu_state *st = state(m);
+    Py_CLEAR(st->devices);
+    Py_CLEAR(st->null_stream);
+    Py_CLEAR(st->per_thread_stream);
+    Py_CLEAR(st->stream_var);
+    Py_CLEAR(st->device_var);
+    Py_CLEAR(st->GPUError);
+    Py_CLEAR(st->GPUMemoryError);
+    Py_CLEAR(st->Device);
+    Py_CLEAR(st->Stream);
+    Py_CLEAR(st->Event);
+    Py_CLEAR(st->Memory);
+    Py_CLEAR(st->HostMemory);
+    Py_CLEAR(st->ErrorObj);
+    return 0;
+}
+
+static void module_free(void *m) { module_clear((PyObject *)m); }
+
+static PyModuleDef_Slot module_slots[] = {
+    {Py_mod_exec, module_exec},
+    {0, NULL},
+};
+
+PyModuleDef pygpu_module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "pygpu." PYGPU_STR(PYGPU_MODULE_NAME),
+    .m_doc = "PyGPU's C extension for one backend; use it through the pygpu package.",
+    .m_size = sizeof(pygpu_state),
+    .m_methods = module_methods,
+    .m_slots = module_slots,
+    .m_traverse = module_traverse,
+    .m_clear = module_clear,
+    .m_free = module_free,
+};
+
+PyMODINIT_FUNC PYGPU_INIT_FUNC(PYGPU_MODULE_NAME)(void)
+{
+    return PyModuleDef_Init(&pygpu_module_def);
+}

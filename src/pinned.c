@@ -1,0 +1,145 @@
+/*
+ * pinned.c -- page-locked host memory: the HostAllocation type, which
+ * exports its bytes through the buffer protocol (numpy.frombuffer views it).
+ */
+#include "pygpu.h"
+
+#include <structmember.h>
+
+static char empty_bytes[1];     /* what a zero-byte allocation exports */
+
+static void host_release(PyGPUHostMemory *h)
+{
+    if (h->ptr) {
+        pygpu_rt_host_free(h->ptr);
+        (void)pygpu_rt_get_last_error();
+        h->ptr = NULL;
+    }
+}
+
+static void host_dealloc(PyObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    host_release((PyGPUHostMemory *)self);
+    tp->tp_free(self);
+    Py_DECREF(tp);
+}
+
+static int host_getbuffer(PyObject *self, Py_buffer *view, int flags)
+{
+    PyGPUHostMemory *h = (PyGPUHostMemory *)self;
+    if (!h->ptr && h->size) {
+        PyErr_SetString(PyExc_ValueError, "this HostAllocation was freed");
+        view->obj = NULL;
+        return -1;
+    }
+    if (PyBuffer_FillInfo(view, self, h->ptr ? h->ptr : empty_bytes, (Py_ssize_t)h->size, 0, flags) < 0)
+        return -1;
+    h->exports++;
+    return 0;
+}
+
+static void host_releasebuffer(PyObject *self, Py_buffer *view)
+{
+    (void)view;
+    ((PyGPUHostMemory *)self)->exports--;
+}
+
+static PyObject *host_free(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    PyGPUHostMemory *h = (PyGPUHostMemory *)self;
+    if (h->exports > 0) {
+        PyErr_Format(PyExc_BufferError, "cannot free a HostAllocation while %zd view%s of it exist",
+                     h->exports, h->exports == 1 ? "" : "s");
+        return NULL;
+    }
+    host_release(h);
+    h->size = 0;
+    Py_RETURN_NONE;
+}
+
+static PyObject *host_ptr(PyObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromVoidPtr(((PyGPUHostMemory *)self)->ptr);
+}
+
+static PyObject *host_repr(PyObject *self)
+{
+    PyGPUHostMemory *h = (PyGPUHostMemory *)self;
+    return PyUnicode_FromFormat("<pygpu.HostAllocation %p, %zu bytes page-locked>", h->ptr, h->size);
+}
+
+static PyMemberDef host_members[] = {
+    {"size", T_PYSSIZET, offsetof(PyGPUHostMemory, size), READONLY, "Bytes allocated."},
+    {NULL},
+};
+
+static PyGetSetDef host_getset[] = {
+    {"ptr", host_ptr, NULL, "The host address as an int (0 once freed).", NULL},
+    {NULL},
+};
+
+static PyMethodDef host_methods[] = {
+    {"free", host_free, METH_NOARGS,
+     "free()\n--\n\nGive the memory back now (BufferError while views of it exist)."},
+    {NULL},
+};
+
+static PyType_Slot host_slots[] = {
+    {Py_tp_doc, "HostAllocation: page-locked host memory from mem_alloc_host(); a\n"
+                "writable buffer, freed when the object and all views of it die."},
+    {Py_tp_dealloc, host_dealloc},
+    {Py_tp_repr, host_repr},
+    {Py_bf_getbuffer, host_getbuffer},
+    {Py_bf_releasebuffer, host_releasebuffer},
+    {Py_tp_members, host_members},
+    {Py_tp_getset, host_getset},
+    {Py_tp_methods, host_methods},
+    {0, NULL},
+};
+
+static PyType_Spec host_spec = {
+    .name = "pygpu.HostAllocation",
+    .basicsize = sizeof(PyGPUHostMemory),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .slots = host_slots,
+};
+
+static PyObject *mem_alloc_host(PyObject *mod, PyObject *arg)
+{
+    pygpu_state *st = PyModule_GetState(mod);
+    size_t n;
+    pygpu_status s;
+    if (pygpu_size_arg(arg, "mem_alloc_host() nbytes", &n) < 0)
+        return NULL;
+    PyGPUHostMemory *h = (PyGPUHostMemory *)st->HostMemory->tp_alloc(st->HostMemory, 0);
+    if (!h)
+        return NULL;
+    h->size = n;
+    if (n) {
+        Py_BEGIN_ALLOW_THREADS
+        s = pygpu_rt_host_alloc(&h->ptr, n);
+        Py_END_ALLOW_THREADS
+        if (s != 0) {
+            h->ptr = NULL;
+            Py_DECREF(h);
+            (void)pygpu_check(st, s, "HostAlloc");
+            return NULL;
+        }
+    }
+    return (PyObject *)h;
+}
+
+PyMethodDef pygpu_pinned_methods[] = {
+    {"mem_alloc_host", mem_alloc_host, METH_O,
+     "mem_alloc_host(nbytes, /)\n--\n\nAllocate page-locked host memory; a HostAllocation."},
+    {NULL},
+};
+
+int pygpu_pinned_init(PyObject *m, pygpu_state *st)
+{
+    st->HostMemory = (PyTypeObject *)PyType_FromModuleAndSpec(m, &host_spec, NULL);
+    return st->HostMemory ? PyModule_AddType(m, st->HostMemory) : -1;
+}

@@ -1,0 +1,144 @@
+/*
+ * pygpu.h -- what the C files of the extension share: the module state, the
+ * object layouts, and the helpers each file exports to the others.
+ *
+ * Ownership is written in each function's comment: "new reference" means
+ * the caller owns the result; "borrowed" means it does not.
+ */
+#ifndef PYGPU_INTERNAL_H
+#define PYGPU_INTERNAL_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "backend/rt.h"
+
+/* Per-module state: one per imported backend module (PEP 489). */
+typedef struct {
+    PyTypeObject *Device, *Stream, *Event, *Memory, *HostMemory, *ErrorObj;
+    PyObject *GPUError;         /* pygpu._errors.GPUError, shared by the backends */
+    PyObject *GPUMemoryError;
+    PyObject *stream_var;       /* ContextVar: (stream, outer) chain of `with stream:` */
+    PyObject *device_var;       /* ContextVar: (previous device, outer) chain of `with Device:` */
+    PyObject *devices;          /* tuple of Device objects, made on first use, or NULL */
+    PyObject *null_stream;      /* Stream.null: the legacy default stream */
+    PyObject *per_thread_stream;
+    int use_pool;               /* allocate from the stream-ordered pool */
+} pygpu_state;
+
+extern PyModuleDef pygpu_module_def;
+
+/* The state of the module that defined `tp` (or a base of it); borrowed. */
+pygpu_state *pygpu_state_of_type(PyTypeObject *tp);
+#define pygpu_state_of(obj) pygpu_state_of_type(Py_TYPE(obj))
+
+typedef struct {
+    PyObject_HEAD
+    int id;
+    int props_loaded;
+    pygpu_device_props props;
+} PyGPUDevice;
+
+typedef struct {
+    PyObject_HEAD
+    pygpu_stream_t handle;
+    int device;                 /* -1 for the special streams: the current device's */
+    unsigned flags;
+    int owned;                  /* destroy the handle with the object */
+} PyGPUStream;
+
+typedef struct {
+    PyObject_HEAD
+    pygpu_event_t handle;
+    int device;
+    unsigned flags;
+    int recorded;               /* record() was called at least once */
+} PyGPUEvent;
+
+typedef struct {                /* DeviceAllocation: owner of one device allocation */
+    PyObject_HEAD
+    void *ptr;
+    size_t size;
+    int device;
+    int pooled;                 /* from the stream-ordered pool: free on `stream` */
+    int freed;
+    pygpu_stream_t stream;      /* the stream the allocation is ordered on */
+    PyObject *stream_ref;       /* the Stream object owning it, or NULL */
+    PyObject *weakreflist;
+} PyGPUMemory;
+
+typedef struct {                /* HostAllocation: page-locked host memory */
+    PyObject_HEAD
+    void *ptr;
+    size_t size;
+    Py_ssize_t exports;         /* live buffer views; free() refuses while > 0 */
+} PyGPUHostMemory;
+
+typedef struct {                /* cudaError_t: the original PyGPU's error object */
+    PyObject_HEAD
+    int code;
+} PyGPUErrorObj;
+
+/* ---- errors.c ---------------------------------------------------------- */
+
+/* Return 0 if `status` is success; else clear the runtime's last error, set
+ * GPUError (GPUMemoryError when out of memory) naming `call` (the runtime
+ * function without its vendor prefix: "MallocAsync"), and return -1. */
+int pygpu_check(pygpu_state *st, pygpu_status status, const char *call);
+/* A new cudaError_t object for `code`; new reference. */
+PyObject *pygpu_error_object(pygpu_state *st, int code);
+int pygpu_errors_init(PyObject *m, pygpu_state *st);
+
+/* ---- device.c ---------------------------------------------------------- */
+
+/* Make `dev` current, saving the current one in *prev; -1 with an exception
+ * set if `dev` is out of range or the runtime fails. */
+int pygpu_device_enter(pygpu_state *st, int dev, int *prev);
+/* Make `prev` current again; -1 with an exception set on failure. */
+int pygpu_device_leave(pygpu_state *st, int prev);
+/* The number of devices; -1 with an exception set (no device, no driver). */
+int pygpu_device_count(pygpu_state *st);
+/* The current device; -1 with an exception set. */
+int pygpu_current_device(pygpu_state *st);
+/* Check a device ordinal: 0 if valid, -1 with ValueError naming the range. */
+int pygpu_check_device_id(pygpu_state *st, long dev);
+/* The Device object for `dev` (cached); new reference. */
+PyObject *pygpu_device_get(pygpu_state *st, int dev);
+int pygpu_device_init(PyObject *m, pygpu_state *st);
+
+/* ---- stream.c ---------------------------------------------------------- */
+
+/* The current stream of this thread/context: the innermost `with stream:`,
+ * else Stream.null; new reference. */
+PyObject *pygpu_current_stream(pygpu_state *st);
+/* Resolve a `stream=` argument: None (the current stream), a Stream, or an
+ * int handle; 0 on success, -1 with TypeError set. */
+int pygpu_stream_arg(pygpu_state *st, PyObject *obj, pygpu_stream_t *out);
+/* Push `item` on the context-variable chain `var`; pop returns the item
+ * (new reference) or NULL with RuntimeError if the chain is empty. */
+int pygpu_ctxstack_push(PyObject *var, PyObject *item);
+PyObject *pygpu_ctxstack_pop(PyObject *var);
+int pygpu_stream_init(PyObject *m, pygpu_state *st);
+
+/* ---- event.c ----------------------------------------------------------- */
+
+int pygpu_event_init(PyObject *m, pygpu_state *st);
+
+/* ---- memory.c / pinned.c ----------------------------------------------- */
+
+/* Allocate `nbytes` on the current device, ordered on `stream` (a
+ * `stream=` argument: None, a Stream or a handle; borrowed); new reference
+ * to a DeviceAllocation. */
+PyObject *pygpu_memory_new(pygpu_state *st, size_t nbytes, PyObject *stream);
+/* A device address argument: a DeviceAllocation (its size in *size) or an
+ * int (*size set to SIZE_MAX: unknown); 0, or -1 with TypeError. */
+int pygpu_address_arg(pygpu_state *st, PyObject *obj, void **ptr, size_t *size);
+/* A byte count argument: a non-negative int; 0, or -1 with an exception. */
+int pygpu_size_arg(PyObject *obj, const char *what, size_t *out);
+int pygpu_memory_init(PyObject *m, pygpu_state *st);
+extern PyMethodDef pygpu_memcpy_methods[];
+
+int pygpu_pinned_init(PyObject *m, pygpu_state *st);
+extern PyMethodDef pygpu_pinned_methods[];
+
+#endif /* PYGPU_INTERNAL_H */

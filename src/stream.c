@@ -1,0 +1,368 @@
+/*
+ * stream.c -- the Stream type, the current stream, and the context-variable
+ * chains that `with stream:` and `with Device(i):` push and pop.
+ *
+ * A chain is a tuple (item, outer) or unset; using a context variable makes
+ * "current" per thread (each thread has its own context) and per task under
+ * asyncio, and needs no thread-exit cleanup.
+ */
+#include "pygpu.h"
+
+int pygpu_ctxstack_push(PyObject *var, PyObject *item)
+{
+    PyObject *outer = NULL, *link, *token;
+    if (PyContextVar_Get(var, Py_None, &outer) < 0)
+        return -1;
+    link = PyTuple_Pack(2, item, outer);
+    Py_DECREF(outer);
+    if (!link)
+        return -1;
+    token = PyContextVar_Set(var, link);
+    Py_DECREF(link);
+    if (!token)
+        return -1;
+    Py_DECREF(token);
+    return 0;
+}
+
+PyObject *pygpu_ctxstack_pop(PyObject *var)
+{
+    PyObject *link = NULL, *item, *token;
+    if (PyContextVar_Get(var, Py_None, &link) < 0)
+        return NULL;
+    if (!PyTuple_Check(link) || PyTuple_GET_SIZE(link) != 2) {
+        Py_DECREF(link);
+        PyErr_SetString(PyExc_RuntimeError, "__exit__ without a matching __enter__ in this context");
+        return NULL;
+    }
+    item = Py_NewRef(PyTuple_GET_ITEM(link, 0));
+    token = PyContextVar_Set(var, PyTuple_GET_ITEM(link, 1));
+    Py_DECREF(link);
+    if (!token) {
+        Py_DECREF(item);
+        return NULL;
+    }
+    Py_DECREF(token);
+    return item;
+}
+
+PyObject *pygpu_current_stream(pygpu_state *st)
+{
+    PyObject *link = NULL;
+    if (PyContextVar_Get(st->stream_var, NULL, &link) < 0)
+        return NULL;
+    if (!link || !PyTuple_Check(link)) {      /* unset, or None outside any `with` */
+        Py_XDECREF(link);
+        return Py_NewRef(st->null_stream);
+    }
+    PyObject *s = Py_NewRef(PyTuple_GET_ITEM(link, 0));
+    Py_DECREF(link);
+    return s;
+}
+
+int pygpu_stream_arg(pygpu_state *st, PyObject *obj, pygpu_stream_t *out)
+{
+    if (obj == NULL || obj == Py_None) {
+        PyObject *s = pygpu_current_stream(st);
+        if (!s)
+            return -1;
+        *out = ((PyGPUStream *)s)->handle;
+        Py_DECREF(s);
+        return 0;
+    }
+    if (PyObject_TypeCheck(obj, st->Stream)) {
+        *out = ((PyGPUStream *)obj)->handle;
+        return 0;
+    }
+    if (PyLong_Check(obj)) {
+        void *h = PyLong_AsVoidPtr(obj);
+        if (h == NULL && PyErr_Occurred())
+            return -1;
+        *out = h;
+        return 0;
+    }
+    PyErr_Format(PyExc_TypeError, "stream must be a pygpu.Stream, an int handle or None, not %.100s",
+                 Py_TYPE(obj)->tp_name);
+    return -1;
+}
+
+/* ---- the Stream type --------------------------------------------------- */
+
+static PyGPUStream *stream_alloc(PyTypeObject *tp)
+{
+    PyGPUStream *s = (PyGPUStream *)tp->tp_alloc(tp, 0);
+    if (s) {
+        s->handle = NULL;
+        s->device = -1;
+        s->owned = 0;
+    }
+    return s;
+}
+
+static PyObject *stream_new(PyTypeObject *tp, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"non_blocking", "priority", NULL};
+    int non_blocking = 0;
+    PyObject *prio_obj = NULL;
+    pygpu_state *st = pygpu_state_of_type(tp);
+    if (!st || !PyArg_ParseTupleAndKeywords(args, kwds, "|pO:Stream", kwlist, &non_blocking, &prio_obj))
+        return NULL;
+    int priority = 0;
+    if (prio_obj) {
+        if (!PyLong_Check(prio_obj) || PyBool_Check(prio_obj))
+            return PyErr_Format(PyExc_TypeError, "Stream priority must be an int, not %.100s",
+                                Py_TYPE(prio_obj)->tp_name);
+        long p = PyLong_AsLong(prio_obj);
+        if (p == -1 && PyErr_Occurred())
+            return NULL;
+        priority = p < INT_MIN ? INT_MIN : p > INT_MAX ? INT_MAX : (int)p;
+    }
+    int dev = pygpu_current_device(st);
+    if (dev < 0)
+        return NULL;
+    PyGPUStream *s = stream_alloc(tp);
+    if (!s)
+        return NULL;
+    s->flags = non_blocking ? PYGPU_STREAM_NON_BLOCKING : 0;
+    s->device = dev;
+    if (pygpu_check(st, pygpu_rt_stream_create(&s->handle, s->flags, priority), "StreamCreateWithPriority") < 0) {
+        Py_DECREF(s);
+        return NULL;
+    }
+    s->owned = 1;
+    return (PyObject *)s;
+}
+
+static void stream_dealloc(PyObject *self)
+{
+    PyGPUStream *s = (PyGPUStream *)self;
+    PyTypeObject *tp = Py_TYPE(self);
+    if (s->owned && s->handle) {
+        /* Pending work completes; the runtime releases the stream after it. */
+        pygpu_rt_stream_destroy(s->handle);
+        (void)pygpu_rt_get_last_error();
+    }
+    tp->tp_free(self);
+    Py_DECREF(tp);
+}
+
+static PyObject *stream_repr(PyObject *self)
+{
+    PyGPUStream *s = (PyGPUStream *)self;
+    if (s->handle == PYGPU_STREAM_NULL)
+        return PyUnicode_FromString("<pygpu.Stream null (legacy default)>");
+    if (s->handle == PYGPU_STREAM_PER_THREAD)
+        return PyUnicode_FromString("<pygpu.Stream per-thread default>");
+    return PyUnicode_FromFormat("<pygpu.Stream %p on device %d%s>", s->handle, s->device,
+                                (s->flags & PYGPU_STREAM_NON_BLOCKING) ? ", non-blocking" : "");
+}
+
+static PyObject *stream_int(PyObject *self) { return PyLong_FromVoidPtr(((PyGPUStream *)self)->handle); }
+
+static Py_hash_t stream_hash(PyObject *self)
+{
+    Py_hash_t h = (Py_hash_t)(uintptr_t)((PyGPUStream *)self)->handle;
+    return h == -1 ? -2 : h;
+}
+
+static PyObject *stream_richcompare(PyObject *a, PyObject *b, int op)
+{
+    if ((op != Py_EQ && op != Py_NE) || Py_TYPE(a) != Py_TYPE(b))
+        Py_RETURN_NOTIMPLEMENTED;
+    int eq = ((PyGPUStream *)a)->handle == ((PyGPUStream *)b)->handle;
+    return PyBool_FromLong(eq == (op == Py_EQ));
+}
+
+static PyObject *stream_ptr(PyObject *self, void *c)
+{
+    (void)c;
+    return stream_int(self);
+}
+
+static PyObject *stream_device(PyObject *self, void *c)
+{
+    (void)c;
+    PyGPUStream *s = (PyGPUStream *)self;
+    if (s->device >= 0)
+        return PyLong_FromLong(s->device);
+    pygpu_state *st = pygpu_state_of(self);
+    int dev = st ? pygpu_current_device(st) : -1;
+    return dev < 0 ? NULL : PyLong_FromLong(dev);
+}
+
+static PyObject *stream_priority(PyObject *self, void *c)
+{
+    (void)c;
+    pygpu_state *st = pygpu_state_of(self);
+    int p = 0;
+    if (!st || pygpu_check(st, pygpu_rt_stream_priority(((PyGPUStream *)self)->handle, &p),
+                           "StreamGetPriority") < 0)
+        return NULL;
+    return PyLong_FromLong(p);
+}
+
+static PyObject *stream_non_blocking(PyObject *self, void *c)
+{
+    (void)c;
+    return PyBool_FromLong((((PyGPUStream *)self)->flags & PYGPU_STREAM_NON_BLOCKING) != 0);
+}
+
+static PyObject *stream_synchronize(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    pygpu_state *st = pygpu_state_of(self);
+    pygpu_stream_t h = ((PyGPUStream *)self)->handle;
+    pygpu_status s;
+    if (!st)
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    s = pygpu_rt_stream_synchronize(h);
+    Py_END_ALLOW_THREADS
+    if (pygpu_check(st, s, "StreamSynchronize") < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *stream_query(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    pygpu_state *st = pygpu_state_of(self);
+    if (!st)
+        return NULL;
+    pygpu_status s = pygpu_rt_stream_query(((PyGPUStream *)self)->handle);
+    if (pygpu_rt_is_not_ready(s)) {
+        (void)pygpu_rt_get_last_error();
+        Py_RETURN_FALSE;
+    }
+    if (pygpu_check(st, s, "StreamQuery") < 0)
+        return NULL;
+    Py_RETURN_TRUE;
+}
+
+static PyObject *stream_wait_event(PyObject *self, PyObject *ev)
+{
+    pygpu_state *st = pygpu_state_of(self);
+    if (!st)
+        return NULL;
+    if (!PyObject_TypeCheck(ev, st->Event))
+        return PyErr_Format(PyExc_TypeError, "wait_event() takes a pygpu.Event, not %.100s",
+                            Py_TYPE(ev)->tp_name);
+    if (pygpu_check(st, pygpu_rt_stream_wait_event(((PyGPUStream *)self)->handle,
+                                                    ((PyGPUEvent *)ev)->handle),
+                    "StreamWaitEvent") < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *stream_record(PyObject *self, PyObject *args)
+{
+    pygpu_state *st = pygpu_state_of(self);
+    PyObject *ev = Py_None, *r;
+    if (!st || !PyArg_ParseTuple(args, "|O:record", &ev))
+        return NULL;
+    if (ev == Py_None)
+        ev = PyObject_CallNoArgs((PyObject *)st->Event);
+    else if (PyObject_TypeCheck(ev, st->Event))
+        Py_INCREF(ev);
+    else
+        return PyErr_Format(PyExc_TypeError, "record() takes a pygpu.Event or None, not %.100s",
+                            Py_TYPE(ev)->tp_name);
+    if (!ev)
+        return NULL;
+    r = PyObject_CallMethod(ev, "record", "O", self);
+    Py_DECREF(ev);
+    return r;
+}
+
+static PyObject *stream_enter(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    pygpu_state *st = pygpu_state_of(self);
+    if (!st || pygpu_ctxstack_push(st->stream_var, self) < 0)
+        return NULL;
+    return Py_NewRef(self);
+}
+
+static PyObject *stream_exit(PyObject *self, PyObject *args)
+{
+    (void)args;
+    pygpu_state *st = pygpu_state_of(self);
+    PyObject *top = st ? pygpu_ctxstack_pop(st->stream_var) : NULL;
+    if (!top)
+        return NULL;
+    int same = top == self;
+    Py_DECREF(top);
+    if (!same) {
+        PyErr_SetString(PyExc_RuntimeError, "stream contexts exited out of order");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyGetSetDef stream_getset[] = {
+    {"ptr", stream_ptr, NULL, "The stream's handle (cudaStream_t / hipStream_t) as an int.", NULL},
+    {"handle", stream_ptr, NULL, "Same as ptr.", NULL},
+    {"device", stream_device, NULL, "The device the stream belongs to.", NULL},
+    {"priority", stream_priority, NULL, "The stream's priority (lower is more urgent).", NULL},
+    {"non_blocking", stream_non_blocking, NULL, "True if the stream does not wait for the legacy default stream.", NULL},
+    {NULL},
+};
+
+static PyMethodDef stream_methods[] = {
+    {"synchronize", stream_synchronize, METH_NOARGS,
+     "synchronize()\n--\n\nWait until all work queued on the stream is done."},
+    {"query", stream_query, METH_NOARGS, "query()\n--\n\nTrue if all work queued on the stream is done."},
+    {"wait_event", stream_wait_event, METH_O,
+     "wait_event(event, /)\n--\n\nMake later work on this stream wait for `event`."},
+    {"record", stream_record, METH_VARARGS,
+     "record(event=None, /)\n--\n\nRecord `event` (or a new Event) on this stream; return it."},
+    {"__enter__", stream_enter, METH_NOARGS, NULL},
+    {"__exit__", stream_exit, METH_VARARGS, NULL},
+    {NULL},
+};
+
+static PyType_Slot stream_slots[] = {
+    {Py_tp_doc, "Stream(non_blocking=False, priority=0)\n--\n\n"
+                "A stream of the current device.  `with stream:` makes it the\n"
+                "current stream for PyGPU operations in this thread."},
+    {Py_tp_new, stream_new},
+    {Py_tp_dealloc, stream_dealloc},
+    {Py_tp_repr, stream_repr},
+    {Py_tp_hash, stream_hash},
+    {Py_tp_richcompare, stream_richcompare},
+    {Py_nb_int, stream_int},
+    {Py_tp_getset, stream_getset},
+    {Py_tp_methods, stream_methods},
+    {0, NULL},
+};
+
+static PyType_Spec stream_spec = {
+    .name = "pygpu.Stream",
+    .basicsize = sizeof(PyGPUStream),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = stream_slots,
+};
+
+/* A Stream object for one of the runtime's special handles; new reference. */
+static PyObject *special_stream(pygpu_state *st, pygpu_stream_t handle)
+{
+    PyGPUStream *s = stream_alloc(st->Stream);
+    if (s)
+        s->handle = handle;
+    return (PyObject *)s;
+}
+
+int pygpu_stream_init(PyObject *m, pygpu_state *st)
+{
+    st->Stream = (PyTypeObject *)PyType_FromModuleAndSpec(m, &stream_spec, NULL);
+    if (!st->Stream)
+        return -1;
+    st->null_stream = special_stream(st, PYGPU_STREAM_NULL);
+    st->per_thread_stream = special_stream(st, PYGPU_STREAM_PER_THREAD);
+    if (!st->null_stream || !st->per_thread_stream ||
+        PyDict_SetItemString(st->Stream->tp_dict, "null", st->null_stream) < 0 ||
+        PyDict_SetItemString(st->Stream->tp_dict, "per_thread", st->per_thread_stream) < 0)
+        return -1;
+    PyType_Modified(st->Stream);
+    return PyModule_AddType(m, st->Stream);
+}

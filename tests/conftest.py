@@ -1,0 +1,117 @@
+"""Shared fixtures for the PyGPU test suite.
+
+Every test runs on every backend, the host backend included, except those
+marked ``gpu_only``: they check what only real hardware can show (copy
+engines overlapping, the driver's view of a device) and skip on ``host``
+with a reason that says so.
+
+Tests that need a configuration the current process cannot have (several
+host devices, a small host "device memory", a forced backend) run a short
+script in a fresh interpreter through the ``run_python`` fixture.
+"""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import pygpu
+
+GPU_BACKENDS = ("cuda", "hip")
+
+# The directory that holds the pygpu package, so that subprocesses import
+# the same build as this process whatever their working directory.
+PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(pygpu.__file__)))
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "gpu_only: needs a real GPU; skipped when pygpu.backend == 'host'",
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    if pygpu.backend != "host":
+        return
+    skip = pytest.mark.skip(
+        reason="needs a real GPU: pygpu.backend is 'host' (no CUDA/HIP device here)"
+    )
+    for item in items:
+        if "gpu_only" in item.keywords:
+            item.add_marker(skip)
+
+
+def clean_env(**overrides):
+    """A copy of os.environ without PYGPU_* settings, plus `overrides`
+    (a value of None removes the variable)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYGPU_")}
+    old = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = PACKAGE_ROOT + (os.pathsep + old if old else "")
+    for k, v in overrides.items():
+        if v is None:
+            env.pop(k, None)
+        else:
+            env[k] = str(v)
+    return env
+
+
+def _run_python(code, env=None, timeout=120, check=True):
+    """Run `code` (dedented) in a fresh interpreter with `env` overrides.
+
+    Returns the CompletedProcess.  With check=True a non-zero exit fails the
+    calling test and shows the subprocess's output."""
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=clean_env(**(env or {})),
+        cwd=PACKAGE_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if check and proc.returncode != 0:
+        pytest.fail(
+            "subprocess exited with %d\n--- stdout ---\n%s\n--- stderr ---\n%s"
+            % (proc.returncode, proc.stdout, proc.stderr)
+        )
+    return proc
+
+
+@pytest.fixture
+def run_python():
+    """run_python(code, env={...}, check=True) -> CompletedProcess."""
+    return _run_python
+
+
+@pytest.fixture
+def rng(request):
+    """A NumPy generator seeded from the test's name: reproducible per test."""
+    seed = sum(request.node.nodeid.encode())
+    return np.random.default_rng(seed)
+
+
+@pytest.fixture
+def random_bytes(rng):
+    """random_bytes(n) -> a fresh uint8 array of n random bytes."""
+    def make(n):
+        return rng.integers(0, 256, size=n, dtype=np.uint8)
+    return make
+
+
+@pytest.fixture
+def stream():
+    """A freshly created Stream on the current device, synchronized at teardown."""
+    s = pygpu.Stream()
+    yield s
+    s.synchronize()
+
+
+@pytest.fixture(autouse=True)
+def _restore_device():
+    """Each test leaves the current device as it found it."""
+    dev = pygpu.get_device()
+    yield
+    if pygpu.get_device() != dev:
+        pygpu.set_device(dev)

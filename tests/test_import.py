@@ -1,0 +1,159 @@
+"""Import, backend choice, and the PYGPU_BACKEND switch (docs/api.md, Backends)."""
+import json
+import types
+import warnings
+
+import pytest
+
+import pygpu
+
+GPU_BACKENDS = ("cuda", "hip")
+ALL_BACKENDS = GPU_BACKENDS + ("host",)
+
+
+def test_PyGPU_is_pygpu():
+    import PyGPU
+    assert PyGPU is pygpu
+
+
+def test_backends_is_a_tuple_of_known_names_with_host():
+    built = pygpu.backends()
+    assert isinstance(built, tuple)
+    assert "host" in built
+    assert set(built) <= set(ALL_BACKENDS), built
+    assert len(set(built)) == len(built), built
+
+
+def test_backend_in_use_was_built():
+    assert isinstance(pygpu.backend, str)
+    assert pygpu.backend in pygpu.backends()
+
+
+def test_backend_module_is_the_extension_in_use():
+    mod = pygpu.backend_module
+    assert isinstance(mod, types.ModuleType)
+    assert mod.__name__ == "pygpu._" + pygpu.backend
+
+
+def test_versions_are_ints():
+    rv, dv = pygpu.runtime_version(), pygpu.driver_version()
+    assert isinstance(rv, int) and isinstance(dv, int)
+    if pygpu.backend == "host":
+        assert rv == 0 and dv == 0
+    else:
+        assert rv > 0
+
+
+def test_BackendWarning_is_a_Warning():
+    assert issubclass(pygpu.BackendWarning, Warning)
+
+
+def test_imports_in_fresh_process_after_numpy(run_python):
+    proc = run_python(
+        """
+        import time
+        import numpy
+        t0 = time.perf_counter()
+        import pygpu
+        t1 = time.perf_counter()
+        print(pygpu.backend)
+        print("import took %.3f s" % (t1 - t0))
+        """
+    )
+    lines = proc.stdout.splitlines()
+    assert lines[0] in ALL_BACKENDS, proc.stdout
+
+
+def test_default_choice_warns_only_when_falling_back_to_host(run_python):
+    """Unforced: the first GPU backend that sees a device, else host with
+    exactly one BackendWarning saying why."""
+    proc = run_python(
+        """
+        import json, warnings
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            import pygpu
+        msgs = [str(x.message) for x in w
+                if issubclass(x.category, pygpu.BackendWarning)]
+        print(json.dumps({"backend": pygpu.backend, "warnings": msgs}))
+        """
+    )
+    out = json.loads(proc.stdout.splitlines()[-1])
+    if out["backend"] == "host":
+        assert len(out["warnings"]) == 1, out
+        assert out["warnings"][0].strip(), "the BackendWarning must say why"
+        assert "\n" not in out["warnings"][0].strip(), "one line, says the doc"
+    else:
+        assert out["warnings"] == [], out
+
+
+def test_forced_host(run_python):
+    proc = run_python(
+        "import pygpu; print(pygpu.backend, pygpu.backend_module.__name__)",
+        env={"PYGPU_BACKEND": "host"},
+    )
+    assert proc.stdout.split() == ["host", "pygpu._host"]
+
+
+def test_forced_bogus_backend_raises_naming_choices(run_python):
+    proc = run_python(
+        """
+        import sys
+        try:
+            import pygpu
+        except (ImportError, ValueError) as e:
+            print(type(e).__name__)
+            print(e)
+            sys.exit(3)
+        print("imported", pygpu.backend)
+        """,
+        env={"PYGPU_BACKEND": "bogus"},
+        check=False,
+    )
+    assert proc.returncode == 3, (proc.stdout, proc.stderr)
+    kind, _, message = proc.stdout.partition("\n")
+    assert kind in ("ImportError", "ModuleNotFoundError", "ValueError")
+    for name in pygpu.backends():
+        assert name in message, "the error should list the valid choice %r: %s" % (
+            name, message)
+
+
+_GPU_PROBE = """
+import json, sys
+try:
+    import pygpu
+except ImportError as e:
+    print(json.dumps({"import_error": str(e)}))
+    sys.exit(0)
+out = {"backend": pygpu.backend, "module": pygpu.backend_module.__name__}
+try:
+    out["count"] = pygpu.device_count()
+except pygpu.GPUError as e:
+    out["error"] = {"type": type(e).__name__, "name": e.name, "code": e.code,
+                    "str": str(e), "message": e.message, "call": e.call}
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("name", GPU_BACKENDS)
+def test_forced_gpu_backend(run_python, name):
+    """A built GPU backend imports when forced and either sees devices or
+    raises GPUError with the vendor's status; an unbuilt one is an ImportError."""
+    proc = run_python(_GPU_PROBE, env={"PYGPU_BACKEND": name})
+    out = json.loads(proc.stdout.splitlines()[-1])
+    if name not in pygpu.backends():
+        assert "import_error" in out, (
+            "%r is not in pygpu.backends() %r, so forcing it must raise ImportError; got %r"
+            % (name, pygpu.backends(), out))
+        return
+    assert "import_error" not in out, out
+    assert out["backend"] == name
+    assert out["module"] == "pygpu._" + name
+    if "count" in out:
+        assert isinstance(out["count"], int) and out["count"] > 0, out
+    else:
+        err = out["error"]
+        assert err["name"].startswith(name), err
+        assert err["name"] in err["str"], err
+        assert isinstance(err["code"], int) and err["code"] != 0, err
+        assert str(err["code"]) in err["str"], err
