@@ -281,7 +281,7 @@ static int fits(const char *fn, const char *which, size_t n, size_t size)
 }
 
 /* Queue a copy on `s`; unless `async`, wait for it.  GIL released. */
-static int run_copy(pygpu_state *st, const char *fn, void *dst, const void *src, size_t n,
+static int run_copy(pygpu_state *st, void *dst, const void *src, size_t n,
                     enum pygpu_copy_kind kind, pygpu_stream_t s, int async)
 {
     pygpu_status r = 0;
@@ -311,7 +311,7 @@ static PyObject *copy_htod(PyObject *mod, PyObject *args, PyObject *kwds, int as
         PyObject_GetBuffer(src, &buf, PyBUF_ANY_CONTIGUOUS) < 0)
         return NULL;
     if (fits(fn, "destination", (size_t)buf.len, dsize) < 0 ||
-        run_copy(st, fn, dptr, buf.buf, (size_t)buf.len, PYGPU_COPY_H2D, s, async) < 0)
+        run_copy(st, dptr, buf.buf, (size_t)buf.len, PYGPU_COPY_H2D, s, async) < 0)
         goto done;
     r = Py_NewRef(Py_None);
 done:
@@ -335,7 +335,7 @@ static PyObject *copy_dtoh(PyObject *mod, PyObject *args, PyObject *kwds, int as
         PyObject_GetBuffer(dest, &buf, PyBUF_ANY_CONTIGUOUS | PyBUF_WRITABLE) < 0)
         return NULL;
     if (fits(fn, "source", (size_t)buf.len, ssize) < 0 ||
-        run_copy(st, fn, buf.buf, sptr, (size_t)buf.len, PYGPU_COPY_D2H, s, async) < 0)
+        run_copy(st, buf.buf, sptr, (size_t)buf.len, PYGPU_COPY_D2H, s, async) < 0)
         goto done;
     r = Py_NewRef(Py_None);
 done:
@@ -356,7 +356,7 @@ static PyObject *copy_dtod(PyObject *mod, PyObject *args, PyObject *kwds, int as
         pygpu_address_arg(st, dest, &dptr, &dsize) < 0 || pygpu_address_arg(st, src, &sptr, &ssize) < 0 ||
         pygpu_size_arg(n_obj, "nbytes", &n) < 0 || pygpu_stream_arg(st, stream, &s) < 0 ||
         fits(fn, "destination", n, dsize) < 0 || fits(fn, "source", n, ssize) < 0 ||
-        run_copy(st, fn, dptr, sptr, n, PYGPU_COPY_D2D, s, async) < 0)
+        run_copy(st, dptr, sptr, n, PYGPU_COPY_D2D, s, async) < 0)
         return NULL;
     Py_RETURN_NONE;
 }

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# On the GPU machine, in one call: build, run the whole suite on the CUDA
+# backend, run the benchmarks and the main job.  Logs go to $OUT (if set).
+#   bash tools/gpu-check.sh            everything
+#   bash tools/gpu-check.sh tests      build + tests only
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/pygpu-out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYGPU_BACKEND=cuda
+what=${1:-all}
+
+echo "== machine"
+nvidia-smi --query-gpu=name,pci.bus_id,uuid,memory.total,driver_version --format=csv,noheader
+python3 -c "import sys, numpy; print('python', sys.version.split()[0], 'numpy', numpy.__version__)"
+
+echo "== build"
+rm -rf build pygpu/*.so
+start=$(date +%s%N)
+python3 -m pip install -q --no-build-isolation --no-deps -e . >"$OUT/build.log" 2>&1 \
+    || { tail -40 "$OUT/build.log"; exit 1; }
+echo "build: $(( ($(date +%s%N) - start) / 1000000 )) ms; built: $(ls pygpu/*.so | xargs -n1 basename | tr '\n' ' ')"
+python3 - <<'PY'
+import statistics, subprocess, sys
+code = "import time, numpy; t = time.perf_counter(); import pygpu; print((time.perf_counter() - t) * 1e3)"
+ms = [float(subprocess.check_output([sys.executable, "-c", code])) for _ in range(5)]
+print(f"import pygpu after numpy: median {statistics.median(ms):.1f} ms (runs: {', '.join(f'{m:.1f}' for m in ms)})")
+PY
+
+echo "== tests (PYGPU_BACKEND=cuda)"
+python3 -m pytest -q -ra 2>&1 | tee "$OUT/tests-cuda.log" | tail -40
+echo "== tests (PYGPU_BACKEND=host)"
+PYGPU_BACKEND=host python3 -m pytest -q 2>&1 | tail -3
+[ "$what" = tests ] && exit 0
+
+echo "== main job"
+python3 -m pygpu 2>&1 | tee "$OUT/main.log"
+
+echo "== benchmarks"
+python3 -m pytest benchmarks -q --benchmark-columns=median,ops --benchmark-json="$OUT/bench.json" 2>&1 \
+    | tee "$OUT/bench.log" | tail -40
