@@ -1,0 +1,126 @@
+"""`python -m pygpu`: what PyGPU sees here, a round-trip check, and a short
+throughput table.
+
+    python -m pygpu            backends, devices, round trip, throughput
+    python -m pygpu --no-bench skip the throughput table
+"""
+import argparse
+import sys
+import time
+
+import numpy as np
+
+import pygpu
+
+MiB = 1 << 20
+
+
+def gib(n):
+    return f"{n / (1 << 30):.1f} GiB"
+
+
+def describe_devices():
+    n = pygpu.device_count()
+    print(f"devices: {n}")
+    for i in range(n):
+        d = pygpu.Device(i)
+        free, total = d.mem_info()
+        cc = ".".join(map(str, d.compute_capability))
+        print(f"  [{i}] {d.name}: compute capability {cc}, {d.multiprocessor_count} multiprocessors, "
+              f"{gib(total)} ({gib(free)} free), PCI {d.pci_bus_id}, uuid {d.uuid}")
+
+
+def round_trip(nbytes=8 * MiB):
+    """Host -> device -> device -> host; True if the bytes come back unchanged."""
+    src = np.random.default_rng().integers(0, 256, nbytes, dtype=np.uint8)
+    back = np.empty_like(src)
+    a, b = pygpu.mem_alloc(nbytes), pygpu.mem_alloc(nbytes)
+    s = pygpu.Stream()
+    pygpu.memcpy_htod(a, src, stream=s)
+    pygpu.memcpy_dtod(b, a, nbytes, stream=s)
+    pygpu.memcpy_dtoh(back, b, stream=s)
+    return bool(np.array_equal(src, back))
+
+
+def progress(msg):
+    """A progress line on stderr, rewritten in place on a terminal."""
+    if sys.stderr.isatty():
+        sys.stderr.write("\r\033[K" + msg)
+    elif msg:
+        sys.stderr.write(msg + "\n")
+    sys.stderr.flush()
+
+
+def best_seconds(fn, repeats):
+    """The fastest of `repeats` runs of fn() (after one warm-up), seconds."""
+    fn()
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def throughput(sizes, repeats):
+    """Rows of (size, {column: GB/s}) for host<->device copies."""
+    rows = []
+    for size in sizes:
+        dev = pygpu.mem_alloc(size)
+        pageable = np.ones(size, np.uint8)
+        pinned_mem = pygpu.mem_alloc_host(size)
+        pinned = np.frombuffer(pinned_mem, np.uint8)
+        pinned[:] = 1
+        cases = {
+            "H2D pageable": lambda: pygpu.memcpy_htod(dev, pageable),
+            "H2D pinned": lambda: pygpu.memcpy_htod(dev, pinned),
+            "D2H pageable": lambda: pygpu.memcpy_dtoh(pageable, dev),
+            "D2H pinned": lambda: pygpu.memcpy_dtoh(pinned, dev),
+        }
+        row = {}
+        for name, fn in cases.items():
+            progress(f"measuring {name}, {size // MiB} MiB ...")
+            row[name] = size / best_seconds(fn, repeats) / 1e9
+        rows.append((size, row))
+        del pinned
+        pinned_mem.free()
+        dev.free()
+    progress("")
+    return rows
+
+
+def print_table(rows):
+    cols = list(rows[0][1])
+    print("throughput, GB/s (best of the runs; pinned is the link's ceiling):")
+    print("  " + f"{'size':>9}" + "".join(f"{c:>14}" for c in cols))
+    for size, row in rows:
+        print("  " + f"{size // MiB:>5} MiB" + "".join(f"{row[c]:>14.1f}" for c in cols))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m pygpu", description=__doc__.splitlines()[0])
+    ap.add_argument("--no-bench", action="store_true", help="skip the throughput table")
+    ap.add_argument("--repeats", type=int, default=5, help="timed runs per cell (default 5)")
+    args = ap.parse_args(argv)
+
+    print(f"PyGPU {pygpu.__version__} on Python {sys.version.split()[0]}, NumPy {np.__version__}")
+    print(f"backend: {pygpu.backend} (built: {', '.join(pygpu.backends())})")
+    if pygpu.backend != "host":
+        print(f"runtime version {pygpu.runtime_version()}, driver version {pygpu.driver_version()}")
+    try:
+        describe_devices()
+    except pygpu.GPUError as e:
+        print(f"no usable device: {e}")
+        return 1
+    ok = round_trip()
+    print(f"round trip host -> device -> device -> host, 8 MiB: {'ok' if ok else 'FAILED: data differ'}")
+    if not ok:
+        return 1
+    if not args.no_bench:
+        big = 256 * MiB if pygpu.backend != "host" else 64 * MiB
+        print_table(throughput([1 * MiB, 16 * MiB, big], max(1, args.repeats)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
