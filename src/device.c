@@ -292,7 +292,7 @@ static PyObject *device_exit(PyObject *self, PyObject *args)
 
 static PyMemberDef device_members[] = {
     {"id", T_INT, offsetof(PyGPUDevice, id), READONLY, "The device ordinal."},
-    {NULL},
+    {0},
 };
 
 static PyGetSetDef device_getset[] = {
@@ -302,7 +302,7 @@ static PyGetSetDef device_getset[] = {
     {"multiprocessor_count", get_mp_count, NULL, "Number of multiprocessors.", NULL},
     {"pci_bus_id", get_pci_bus_id, NULL, "PCI address, 'domain:bus:device.function'.", NULL},
     {"uuid", get_uuid, NULL, "The device's UUID, 'xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx'.", NULL},
-    {NULL},
+    {0},
 };
 
 static PyMethodDef device_methods[] = {
@@ -313,7 +313,7 @@ static PyMethodDef device_methods[] = {
      "make_current()\n--\n\nMake this the current device of this thread."},
     {"__enter__", device_enter, METH_NOARGS, NULL},
     {"__exit__", device_exit, METH_VARARGS, NULL},
-    {NULL},
+    {0},
 };
 
 static PyType_Slot device_slots[] = {

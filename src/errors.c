@@ -154,18 +154,18 @@ static PyObject *errobj_as_int(PyObject *self, PyObject *unused)
 
 static PyMemberDef errobj_members[] = {
     {"code", T_INT, offsetof(PyGPUErrorObj, code), READONLY, "The runtime's status number."},
-    {NULL},
+    {0},
 };
 
 static PyGetSetDef errobj_getset[] = {
     {"name", errobj_name, NULL, "The status's name, such as 'cudaErrorInvalidValue'.", NULL},
     {"string", errobj_string, NULL, "The runtime's message for the status.", NULL},
-    {NULL},
+    {0},
 };
 
 static PyMethodDef errobj_methods[] = {
     {"as_int", errobj_as_int, METH_NOARGS, "as_int()\n--\n\nThe status number."},
-    {NULL},
+    {0},
 };
 
 static PyType_Slot errobj_slots[] = {

@@ -177,7 +177,7 @@ static PyGetSetDef event_getset[] = {
     {"recorded", event_recorded, NULL, "True once record() has been called.", NULL},
     {"timing", event_timing, NULL, "True if the event records time.", NULL},
     {"device", event_device, NULL, "The device the event was made on.", NULL},
-    {NULL},
+    {0},
 };
 
 static PyMethodDef event_methods[] = {
@@ -192,7 +192,7 @@ static PyMethodDef event_methods[] = {
      "time_till(end, /)\n--\n\nMilliseconds from this event to `end` (PyCUDA's name)."},
     {"time_since", event_time_since, METH_O,
      "time_since(start, /)\n--\n\nMilliseconds from `start` to this event (PyCUDA's name)."},
-    {NULL},
+    {0},
 };
 
 static PyType_Slot event_slots[] = {

@@ -158,18 +158,18 @@ static PyMemberDef memory_members[] = {
     {"pooled", T_BOOL, offsetof(PyGPUMemory, pooled), READONLY,
      "True if it came from the stream-ordered pool."},
     {"__weaklistoffset__", T_PYSSIZET, offsetof(PyGPUMemory, weakreflist), READONLY, NULL},
-    {NULL},
+    {0},
 };
 
 static PyGetSetDef memory_getset[] = {
     {"ptr", memory_ptr, NULL, "The device address as an int.", NULL},
-    {NULL},
+    {0},
 };
 
 static PyMethodDef memory_methods[] = {
     {"free", memory_free, METH_NOARGS,
      "free()\n--\n\nGive the memory back now; later use of this object raises ValueError."},
-    {NULL},
+    {0},
 };
 
 static PyType_Slot memory_slots[] = {
@@ -426,5 +426,5 @@ PyMethodDef pygpu_memcpy_methods[] = {
      "memset_d8(dest, value, nbytes, stream=None)\n--\n\nSet nbytes at `dest` to byte `value`; wait."},
     {"memset_d8_async", KW(memset_d8_async),
      "memset_d8_async(dest, value, nbytes, stream=None)\n--\n\nQueue setting nbytes to byte `value`."},
-    {NULL},
+    {0},
 };

@@ -152,7 +152,7 @@ static PyMethodDef module_methods[] = {
      "driver_version()\n--\n\nThe driver's version as the vendor encodes it (0 on host)."},
     {"_probe", mod_probe, METH_NOARGS,
      "_probe()\n--\n\n(device count, status name), without raising."},
-    {NULL},
+    {0},
 };
 
 /* ---- init ------------------------------------------------------------ */

@@ -73,18 +73,18 @@ static PyObject *host_repr(PyObject *self)
 
 static PyMemberDef host_members[] = {
     {"size", T_PYSSIZET, offsetof(PyGPUHostMemory, size), READONLY, "Bytes allocated."},
-    {NULL},
+    {0},
 };
 
 static PyGetSetDef host_getset[] = {
     {"ptr", host_ptr, NULL, "The host address as an int (0 once freed).", NULL},
-    {NULL},
+    {0},
 };
 
 static PyMethodDef host_methods[] = {
     {"free", host_free, METH_NOARGS,
      "free()\n--\n\nGive the memory back now (BufferError while views of it exist)."},
-    {NULL},
+    {0},
 };
 
 static PyType_Slot host_slots[] = {
@@ -135,7 +135,7 @@ static PyObject *mem_alloc_host(PyObject *mod, PyObject *arg)
 PyMethodDef pygpu_pinned_methods[] = {
     {"mem_alloc_host", mem_alloc_host, METH_O,
      "mem_alloc_host(nbytes, /)\n--\n\nAllocate page-locked host memory; a HostAllocation."},
-    {NULL},
+    {0},
 };
 
 int pygpu_pinned_init(PyObject *m, pygpu_state *st)

@@ -305,7 +305,7 @@ static PyGetSetDef stream_getset[] = {
     {"device", stream_device, NULL, "The device the stream belongs to.", NULL},
     {"priority", stream_priority, NULL, "The stream's priority (lower is more urgent).", NULL},
     {"non_blocking", stream_non_blocking, NULL, "True if the stream does not wait for the legacy default stream.", NULL},
-    {NULL},
+    {0},
 };
 
 static PyMethodDef stream_methods[] = {
@@ -318,7 +318,7 @@ static PyMethodDef stream_methods[] = {
      "record(event=None, /)\n--\n\nRecord `event` (or a new Event) on this stream; return it."},
     {"__enter__", stream_enter, METH_NOARGS, NULL},
     {"__exit__", stream_exit, METH_VARARGS, NULL},
-    {NULL},
+    {0},
 };
 
 static PyType_Slot stream_slots[] = {

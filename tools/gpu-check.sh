@@ -21,10 +21,16 @@ python3 -m pip install -q --no-build-isolation --no-deps -e . >"$OUT/build.log" 
     || { tail -40 "$OUT/build.log"; exit 1; }
 echo "build: $(( ($(date +%s%N) - start) / 1000000 )) ms; built: $(ls pygpu/*.so | xargs -n1 basename | tr '\n' ' ')"
 python3 - <<'PY'
-import statistics, subprocess, sys
+import os, statistics, subprocess, sys
 code = "import time, numpy; t = time.perf_counter(); import pygpu; print((time.perf_counter() - t) * 1e3)"
-ms = [float(subprocess.check_output([sys.executable, "-c", code])) for _ in range(5)]
-print(f"import pygpu after numpy: median {statistics.median(ms):.1f} ms (runs: {', '.join(f'{m:.1f}' for m in ms)})")
+for label, forced in (("PYGPU_BACKEND=cuda", "cuda"), ("no PYGPU_BACKEND (probes the devices)", None)):
+    env = dict(os.environ)
+    env.pop("PYGPU_BACKEND", None)
+    if forced:
+        env["PYGPU_BACKEND"] = forced
+    ms = [float(subprocess.check_output([sys.executable, "-c", code], env=env)) for _ in range(5)]
+    print(f"import pygpu after numpy, {label}: median {statistics.median(ms):.1f} ms "
+          f"(runs: {', '.join(f'{m:.1f}' for m in ms)})")
 PY
 
 echo "== tests (PYGPU_BACKEND=cuda)"
