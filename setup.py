@@ -80,12 +80,17 @@ def find_hip():
     return "no hip/hip_runtime_api.h under ROCM_PATH, hipconfig's path, /opt/rocm or /usr/include"
 
 
+def numpy_include():
+    import numpy
+    return numpy.get_include()
+
+
 def backend_extension(name, backend_src, macros=(), **kw):
     return Extension(
         f"pygpu._{name}",
         sources=COMMON + [backend_src],
         depends=HEADERS,
-        include_dirs=["src", "include"] + kw.pop("include_dirs", []),
+        include_dirs=["src", "include", numpy_include()] + kw.pop("include_dirs", []),
         define_macros=[(f"PYGPU_BACKEND_{name.upper()}", "1"), ("PYGPU_MODULE_NAME", f"_{name}")]
         + list(macros),
         extra_compile_args=CFLAGS,

@@ -67,6 +67,10 @@ _exported = [n for n in vars(backend_module) if not n.startswith("_")
              and n not in ("backend", "GPUError", "GPUMemoryError")]
 globals().update({n: getattr(backend_module, n) for n in _exported})
 
+from . import _creation  # noqa: E402  (needs the backend's names in place)
+
+_exported += _creation.install(globals())
+
 __all__ = sorted(_exported + ["backend", "backend_module", "backends", "BackendWarning",
                               "GPUError", "GPUMemoryError", "__version__"])
 del _exported

@@ -5,6 +5,7 @@
  * The same sources build pygpu._cuda, pygpu._hip and pygpu._host; setup.py
  * defines PYGPU_BACKEND_{CUDA,HIP,HOST} and PYGPU_MODULE_NAME.
  */
+#define PYGPU_IMPORT_ARRAY   /* this file imports NumPy's C API for the others */
 #include "pygpu.h"
 
 #ifndef PYGPU_MODULE_NAME
@@ -166,6 +167,8 @@ static int module_exec(PyObject *m)
 {
     pygpu_state *st = state(m);
     st->use_pool = 1;
+    if (_import_array() < 0)
+        return -1;
     st->stream_var = PyContextVar_New("pygpu.current_stream", NULL);
     st->device_var = PyContextVar_New("pygpu.device_stack", NULL);
     if (!st->stream_var || !st->device_var)
@@ -174,7 +177,8 @@ static int module_exec(PyObject *m)
         pygpu_errors_init(m, st) < 0 || pygpu_device_init(m, st) < 0 ||
         pygpu_stream_init(m, st) < 0 || pygpu_event_init(m, st) < 0 ||
         pygpu_memory_init(m, st) < 0 || pygpu_pinned_init(m, st) < 0 ||
-        add_methods(m, pygpu_memcpy_methods) < 0 || add_methods(m, pygpu_pinned_methods) < 0)
+        add_methods(m, pygpu_memcpy_methods) < 0 || add_methods(m, pygpu_pinned_methods) < 0 ||
+        pygpu_array_init(m, st) < 0)
         return -1;
     return 0;
 }
@@ -188,6 +192,8 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg)
     Py_VISIT(st->Memory);
     Py_VISIT(st->HostMemory);
     Py_VISIT(st->ErrorObj);
+    Py_VISIT(st->Array);
+    Py_VISIT(st->Flags);
     Py_VISIT(st->GPUError);
     Py_VISIT(st->GPUMemoryError);
     Py_VISIT(st->stream_var);
@@ -214,6 +220,8 @@ static int module_clear(PyObject *m)
     Py_CLEAR(st->Memory);
     Py_CLEAR(st->HostMemory);
     Py_CLEAR(st->ErrorObj);
+    Py_CLEAR(st->Array);
+    Py_CLEAR(st->Flags);
     return 0;
 }
 

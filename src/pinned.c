@@ -107,13 +107,10 @@ static PyType_Spec host_spec = {
     .slots = host_slots,
 };
 
-static PyObject *mem_alloc_host(PyObject *mod, PyObject *arg)
+/* A new HostAllocation of n bytes; new reference. */
+static PyObject *host_alloc(pygpu_state *st, size_t n)
 {
-    pygpu_state *st = PyModule_GetState(mod);
-    size_t n;
     pygpu_status s;
-    if (pygpu_size_arg(arg, "mem_alloc_host() nbytes", &n) < 0)
-        return NULL;
     PyGPUHostMemory *h = (PyGPUHostMemory *)st->HostMemory->tp_alloc(st->HostMemory, 0);
     if (!h)
         return NULL;
@@ -130,6 +127,38 @@ static PyObject *mem_alloc_host(PyObject *mod, PyObject *arg)
         }
     }
     return (PyObject *)h;
+}
+
+static PyObject *mem_alloc_host(PyObject *mod, PyObject *arg)
+{
+    size_t n;
+    if (pygpu_size_arg(arg, "mem_alloc_host() nbytes", &n) < 0)
+        return NULL;
+    return host_alloc(PyModule_GetState(mod), n);
+}
+
+PyObject *pygpu_pagelocked_empty(pygpu_state *st, PyArray_Descr *descr, int nd, const ptrdiff_t *shape)
+{
+    ptrdiff_t size, itemsize = (ptrdiff_t)PyDataType_ELSIZE(descr);
+    if (pygpu_shape_size(nd, shape, &size) < 0 || (size && size > PY_SSIZE_T_MAX / itemsize)) {
+        PyErr_SetString(PyExc_ValueError, "array is too big: its byte count overflows");
+        return NULL;
+    }
+    PyObject *mem = host_alloc(st, (size_t)(size * itemsize));
+    if (!mem)
+        return NULL;
+    Py_INCREF(descr);
+    PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, descr, nd, (npy_intp *)shape, NULL,
+                                         ((PyGPUHostMemory *)mem)->ptr ? ((PyGPUHostMemory *)mem)->ptr
+                                                                      : empty_bytes,
+                                         NPY_ARRAY_CARRAY, NULL);
+    if (!arr || PyArray_SetBaseObject((PyArrayObject *)arr, mem) < 0) {   /* steals mem */
+        if (!arr)
+            Py_DECREF(mem);
+        Py_XDECREF(arr);
+        return NULL;
+    }
+    return arr;
 }
 
 PyMethodDef pygpu_pinned_methods[] = {

@@ -11,11 +11,20 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#define PY_ARRAY_UNIQUE_SYMBOL pygpu_ARRAY_API
+#ifndef PYGPU_IMPORT_ARRAY
+#  define NO_IMPORT_ARRAY
+#endif
+#include <numpy/arrayobject.h>
+
 #include "backend/rt.h"
+#include "shape.h"
 
 /* Per-module state: one per imported backend module (PEP 489). */
 typedef struct {
     PyTypeObject *Device, *Stream, *Event, *Memory, *HostMemory, *ErrorObj;
+    PyTypeObject *Array, *Flags;
     PyObject *GPUError;         /* pygpu._errors.GPUError, shared by the backends */
     PyObject *GPUMemoryError;
     PyObject *stream_var;       /* ContextVar: (stream, outer) chain of `with stream:` */
@@ -79,6 +88,34 @@ typedef struct {                /* cudaError_t: the original PyGPU's error objec
     int code;
 } PyGPUErrorObj;
 
+enum pygpu_array_flags {
+    PYGPU_C_CONTIGUOUS = 1,
+    PYGPU_F_CONTIGUOUS = 2,
+    PYGPU_WRITEABLE = 4,
+};
+
+/* GPUArray: a strided view of device memory.  Views never own memory: `mem`
+ * is the owner (a DeviceAllocation, or whatever object keeps foreign memory
+ * alive), shared by every view of it.  Variable-sized: dims holds the shape
+ * then the strides (bytes), nd entries each. */
+typedef struct {
+    PyObject_VAR_HEAD
+    char *data;                 /* element [0, ..., 0] */
+    int nd;
+    int flags;
+    int device;
+    PyArray_Descr *descr;       /* strong */
+    PyObject *mem;              /* memory owner, strong; may be Py_None */
+    PyObject *base;             /* the array (or object) this views, or NULL */
+    PyObject *shape_tuple;      /* cached `shape`, made on first read */
+    PyObject *weakreflist;
+    ptrdiff_t dims[1];
+} PyGPUArray;
+
+#define GA_SHAPE(a) ((a)->dims)
+#define GA_STRIDES(a) ((a)->dims + (a)->nd)
+#define GA_ITEMSIZE(a) ((ptrdiff_t)PyDataType_ELSIZE((a)->descr))
+
 /* ---- errors.c ---------------------------------------------------------- */
 
 /* Return 0 if `status` is success; else clear the runtime's last error, set
@@ -139,6 +176,71 @@ int pygpu_memory_init(PyObject *m, pygpu_state *st);
 extern PyMethodDef pygpu_memcpy_methods[];
 
 int pygpu_pinned_init(PyObject *m, pygpu_state *st);
+/* A NumPy array of `shape` (C order) in page-locked memory; new reference. */
+PyObject *pygpu_pagelocked_empty(pygpu_state *st, PyArray_Descr *descr, int nd, const ptrdiff_t *shape);
+
+/* ---- dtype.c ------------------------------------------------------------- */
+
+/* Convert a dtype argument (None: float64) to a supported descriptor; new
+ * reference, or NULL with TypeError naming the unsupported dtype. */
+PyArray_Descr *pygpu_descr_arg(PyObject *obj);
+/* 1 if `d` is a dtype GPUArray holds (numeric, native byte order). */
+int pygpu_descr_supported(PyArray_Descr *d);
+
+/* ---- copy.c -------------------------------------------------------------- */
+
+/* One side of a copy: where its element [0, ..., 0] is and its strides. */
+typedef struct {
+    char *ptr;
+    const ptrdiff_t *strides;
+    int on_device;
+} pygpu_side;
+
+/* Copy the elements of `src` to `dst` (layouts of one shape; any strides,
+ * src strides may be 0 where it is broadcast), on stream `s`.  Unless
+ * `async`, the copy is done when this returns.  GIL released inside; 0, or
+ * -1 with an exception set. */
+int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape,
+               ptrdiff_t itemsize, pygpu_stream_t s, int async);
+/* Fill the elements of a device layout with one element's bytes `value`. */
+int pygpu_fill(pygpu_state *st, pygpu_side dst, int nd, const ptrdiff_t *shape, ptrdiff_t itemsize,
+               const void *value, pygpu_stream_t s);
+
+/* ---- array*.c ------------------------------------------------------------ */
+
+/* The one internal constructor: a GPUArray of type `tp` viewing `data` on
+ * `device`.  Steals `descr`; takes new references to `mem` and `base` (base
+ * may be NULL).  strides NULL means C-contiguous.  New reference. */
+PyObject *pygpu_array_wrap(pygpu_state *st, PyTypeObject *tp, PyArray_Descr *descr, int nd,
+                           const ptrdiff_t *shape, const ptrdiff_t *strides, char *data,
+                           PyObject *mem, PyObject *base, int device, int writeable);
+/* A new array with fresh device memory on the current device, C or F
+ * order, allocated on `stream` (a stream argument).  Steals `descr`. */
+PyObject *pygpu_array_empty(pygpu_state *st, PyTypeObject *tp, PyArray_Descr *descr, int nd,
+                            const ptrdiff_t *shape, int fortran, PyObject *stream);
+/* A view of `a` with another shape/strides/offset; new reference. */
+PyObject *pygpu_array_view(PyGPUArray *a, int nd, const ptrdiff_t *shape, const ptrdiff_t *strides,
+                           char *data, PyArray_Descr *descr);
+/* Parse a shape argument (int or sequence of ints); 0, or -1 with an
+ * exception (TypeError, ValueError for negative or too many dims). */
+int pygpu_shape_arg(PyObject *obj, int *nd, ptrdiff_t *shape);
+/* An order argument: 'C' -> 0, 'F' -> 1; with allow_any also 'A', 'K' and
+ * None -> -1; -2 with ValueError otherwise. */
+int pygpu_order_arg(PyObject *obj, int allow_any);
+/* Copy host data `value` (anything NumPy converts) into `a`, broadcast. */
+int pygpu_array_assign(PyGPUArray *a, PyObject *value, PyObject *stream, int async);
+/* A new NumPy array with `a`'s elements (C order, or into `out`). */
+PyObject *pygpu_array_get(PyGPUArray *a, PyObject *out, PyObject *stream, int pagelocked);
+int pygpu_array_init(PyObject *m, pygpu_state *st);
+extern PyMethodDef pygpu_array_module_methods[];
+extern PyMappingMethods pygpu_array_as_mapping;
+extern PyGetSetDef pygpu_array_getset[];
+extern PyMethodDef pygpu_array_methods[];
+int pygpu_flags_init(PyObject *m, pygpu_state *st);
+PyObject *pygpu_array_subscript(PyObject *self, PyObject *key);
+int pygpu_array_ass_subscript(PyObject *self, PyObject *key, PyObject *value);
+Py_ssize_t pygpu_array_length(PyObject *self);
+PyObject *pygpu_array_item(PyObject *self, Py_ssize_t i);
 extern PyMethodDef pygpu_pinned_methods[];
 
 #endif /* PYGPU_INTERNAL_H */

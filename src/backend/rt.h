@@ -58,6 +58,7 @@ const char *pygpu_rt_error_string(pygpu_status s);
 int pygpu_rt_is_out_of_memory(pygpu_status s);
 int pygpu_rt_is_not_ready(pygpu_status s);
 extern const pygpu_status PYGPU_RT_INVALID_VALUE;   /* the vendor's "invalid value" */
+extern const pygpu_status PYGPU_RT_OUT_OF_MEMORY;   /* and its "out of memory" */
 /* Return and clear the runtime's last (non-sticky) error. */
 pygpu_status pygpu_rt_get_last_error(void);
 pygpu_status pygpu_rt_peek_last_error(void);
@@ -90,6 +91,11 @@ pygpu_status pygpu_rt_host_unregister(void *p);
 pygpu_status pygpu_rt_memcpy(void *dst, const void *src, size_t n, enum pygpu_copy_kind k);
 pygpu_status pygpu_rt_memcpy_async(void *dst, const void *src, size_t n,
                                    enum pygpu_copy_kind k, pygpu_stream_t s);
+/* `height` rows of `width` bytes, rows `dpitch`/`spitch` bytes apart
+ * (pitches >= width). */
+pygpu_status pygpu_rt_memcpy2d_async(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                     size_t width, size_t height, enum pygpu_copy_kind k,
+                                     pygpu_stream_t s);
 pygpu_status pygpu_rt_memset_async(void *dst, int value, size_t n, pygpu_stream_t s);
 
 /* Streams. */

@@ -41,6 +41,7 @@ typedef hipDeviceProp_t rt_props;
 #define E(event) ((rt_event)(event))
 
 const pygpu_status PYGPU_RT_INVALID_VALUE = (pygpu_status)RT(ErrorInvalidValue);
+const pygpu_status PYGPU_RT_OUT_OF_MEMORY = (pygpu_status)RT(ErrorMemoryAllocation);
 
 const char *pygpu_rt_vendor(void) { return RT_VENDOR; }
 
@@ -217,6 +218,13 @@ pygpu_status pygpu_rt_memcpy_async(void *dst, const void *src, size_t n,
                                    enum pygpu_copy_kind k, pygpu_stream_t s)
 {
     return RT(MemcpyAsync)(dst, src, n, kind_of(k), S(s));
+}
+
+pygpu_status pygpu_rt_memcpy2d_async(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                     size_t width, size_t height, enum pygpu_copy_kind k,
+                                     pygpu_stream_t s)
+{
+    return RT(Memcpy2DAsync)(dst, dpitch, src, spitch, width, height, kind_of(k), S(s));
 }
 
 pygpu_status pygpu_rt_memset_async(void *dst, int value, size_t n, pygpu_stream_t s)

@@ -49,6 +49,7 @@ static const struct { int code; const char *name, *text; } host_errors[] = {
 };
 
 const pygpu_status PYGPU_RT_INVALID_VALUE = H_INVALID_VALUE;
+const pygpu_status PYGPU_RT_OUT_OF_MEMORY = H_MEMORY_ALLOCATION;
 
 const char *pygpu_rt_vendor(void) { return "host"; }
 pygpu_status pygpu_rt_runtime_version(int *v) { *v = 0; return H_SUCCESS; }
@@ -293,6 +294,21 @@ pygpu_status pygpu_rt_memcpy_async(void *dst, const void *src, size_t n,
 {
     (void)s;
     return pygpu_rt_memcpy(dst, src, n, k);
+}
+
+pygpu_status pygpu_rt_memcpy2d_async(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                     size_t width, size_t height, enum pygpu_copy_kind k,
+                                     pygpu_stream_t s)
+{
+    (void)k;
+    (void)s;
+    if (width > dpitch || width > spitch)
+        return fail(H_INVALID_VALUE);
+    if (width && height && (!dst || !src))
+        return fail(H_INVALID_VALUE);
+    for (size_t r = 0; r < height; r++)
+        memmove((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
+    return H_SUCCESS;
 }
 
 pygpu_status pygpu_rt_memset_async(void *dst, int value, size_t n, pygpu_stream_t s)

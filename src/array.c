@@ -1,0 +1,521 @@
+/*
+ * array.c -- the GPUArray type: the one internal constructor every path
+ * funnels into, allocation, the Python constructor, and the module-level
+ * constructors written in C (empty, to_gpu, to_gpu_async).
+ *
+ * Attributes are in array_getset.c, methods in array_methods.c, indexing in
+ * array_mapping.c, and copies in copy.c.
+ */
+#include "pygpu.h"
+
+#include <structmember.h>
+
+_Static_assert(sizeof(ptrdiff_t) == sizeof(Py_ssize_t), "ptrdiff_t and Py_ssize_t differ");
+
+static int layout_flags(int nd, const ptrdiff_t *shape, const ptrdiff_t *strides, ptrdiff_t itemsize)
+{
+    return (pygpu_shape_is_contiguous(nd, shape, strides, itemsize, 0) ? PYGPU_C_CONTIGUOUS : 0) |
+           (pygpu_shape_is_contiguous(nd, shape, strides, itemsize, 1) ? PYGPU_F_CONTIGUOUS : 0);
+}
+
+PyObject *pygpu_array_wrap(pygpu_state *st, PyTypeObject *tp, PyArray_Descr *descr, int nd,
+                           const ptrdiff_t *shape, const ptrdiff_t *strides, char *data,
+                           PyObject *mem, PyObject *base, int device, int writeable)
+{
+    (void)st;
+    if (nd > PYGPU_MAXDIMS) {
+        Py_DECREF(descr);
+        return PyErr_Format(PyExc_ValueError, "too many dimensions: %d (at most %d)", nd, PYGPU_MAXDIMS);
+    }
+    PyGPUArray *a = (PyGPUArray *)tp->tp_alloc(tp, 2 * nd);
+    if (!a) {
+        Py_DECREF(descr);
+        return NULL;
+    }
+    ptrdiff_t itemsize = (ptrdiff_t)PyDataType_ELSIZE(descr);
+    a->nd = nd;
+    a->data = data;
+    a->device = device;
+    a->descr = descr;
+    a->mem = Py_NewRef(mem ? mem : Py_None);
+    a->base = Py_XNewRef(base);
+    memcpy(GA_SHAPE(a), shape, (size_t)nd * sizeof(ptrdiff_t));
+    if (strides)
+        memcpy(GA_STRIDES(a), strides, (size_t)nd * sizeof(ptrdiff_t));
+    else
+        pygpu_shape_strides(nd, shape, itemsize, 0, GA_STRIDES(a));
+    a->flags = layout_flags(nd, GA_SHAPE(a), GA_STRIDES(a), itemsize) | (writeable ? PYGPU_WRITEABLE : 0);
+    return (PyObject *)a;
+}
+
+/* Check a shape's size and byte count; 0, or -1 with ValueError. */
+static int checked_nbytes(int nd, const ptrdiff_t *shape, ptrdiff_t itemsize, ptrdiff_t *nbytes)
+{
+    ptrdiff_t size;
+    int r = pygpu_shape_size(nd, shape, &size);
+    if (r == PYGPU_SHAPE_NEGATIVE) {
+        PyErr_SetString(PyExc_ValueError, "negative dimensions are not allowed");
+        return -1;
+    }
+    if (r < 0 || (size > 0 && size > PTRDIFF_MAX / itemsize)) {
+        PyErr_SetString(PyExc_ValueError, "array is too big: its byte count overflows");
+        return -1;
+    }
+    *nbytes = size * itemsize;
+    return 0;
+}
+
+PyObject *pygpu_array_empty(pygpu_state *st, PyTypeObject *tp, PyArray_Descr *descr, int nd,
+                            const ptrdiff_t *shape, int fortran, PyObject *stream)
+{
+    ptrdiff_t nbytes, strides[PYGPU_MAXDIMS];
+    ptrdiff_t itemsize = (ptrdiff_t)PyDataType_ELSIZE(descr);
+    if (checked_nbytes(nd, shape, itemsize, &nbytes) < 0) {
+        Py_DECREF(descr);
+        return NULL;
+    }
+    pygpu_shape_strides(nd, shape, itemsize, fortran, strides);
+    PyObject *mem = pygpu_memory_new(st, (size_t)nbytes, stream);
+    if (!mem) {
+        Py_DECREF(descr);
+        return NULL;
+    }
+    PyGPUMemory *m = (PyGPUMemory *)mem;
+    PyObject *a = pygpu_array_wrap(st, tp, descr, nd, shape, strides, m->ptr, mem, NULL, m->device, 1);
+    Py_DECREF(mem);
+    return a;
+}
+
+PyObject *pygpu_array_view(PyGPUArray *a, int nd, const ptrdiff_t *shape, const ptrdiff_t *strides,
+                           char *data, PyArray_Descr *descr)
+{
+    /* As NumPy: a view's base is the array that owns the memory. */
+    PyObject *base = a->base && PyObject_TypeCheck(a->base, Py_TYPE(a)) ? a->base : (PyObject *)a;
+    if (!descr)
+        descr = a->descr;
+    Py_INCREF(descr);
+    return pygpu_array_wrap(NULL, Py_TYPE(a), descr, nd, shape, strides, data, a->mem, base, a->device,
+                            a->flags & PYGPU_WRITEABLE);
+}
+
+/* 1 if `obj` is one integer (a NumPy array of one or more axes is not). */
+static int is_scalar_index(PyObject *obj)
+{
+    return PyIndex_Check(obj) && !(PyArray_Check(obj) && PyArray_NDIM((PyArrayObject *)obj) > 0);
+}
+
+int pygpu_shape_arg(PyObject *obj, int *nd, ptrdiff_t *shape)
+{
+    if (is_scalar_index(obj)) {
+        Py_ssize_t v = PyNumber_AsSsize_t(obj, PyExc_ValueError);
+        if (v == -1 && PyErr_Occurred())
+            return -1;
+        if (v < 0) {
+            PyErr_SetString(PyExc_ValueError, "negative dimensions are not allowed");
+            return -1;
+        }
+        *nd = 1;
+        shape[0] = v;
+        return 0;
+    }
+    PyObject *seq = PySequence_Fast(obj, "shape must be an int or a sequence of ints");
+    if (!seq)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > PYGPU_MAXDIMS) {
+        Py_DECREF(seq);
+        PyErr_Format(PyExc_ValueError, "too many dimensions: %zd (at most %d)", n, PYGPU_MAXDIMS);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyIndex_Check(item)) {
+            PyErr_Format(PyExc_TypeError, "shape entries must be ints, not %.100s", Py_TYPE(item)->tp_name);
+            Py_DECREF(seq);
+            return -1;
+        }
+        Py_ssize_t v = PyNumber_AsSsize_t(item, PyExc_ValueError);
+        if (v == -1 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        if (v < 0) {
+            Py_DECREF(seq);
+            PyErr_SetString(PyExc_ValueError, "negative dimensions are not allowed");
+            return -1;
+        }
+        shape[i] = v;
+    }
+    Py_DECREF(seq);
+    *nd = (int)n;
+    return 0;
+}
+
+/* Parse strides: a sequence of nd ints of any sign; 0, or -1 with an exception. */
+static int strides_arg(PyObject *obj, int nd, ptrdiff_t *strides)
+{
+    PyObject *seq = PySequence_Fast(obj, "strides must be a sequence of ints");
+    if (!seq)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n != nd) {
+        Py_DECREF(seq);
+        PyErr_Format(PyExc_ValueError, "strides has %zd entries but the shape has %d", n, nd);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        strides[i] = PyNumber_AsSsize_t(PySequence_Fast_GET_ITEM(seq, i), PyExc_OverflowError);
+        if (strides[i] == -1 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return -1;
+        }
+    }
+    Py_DECREF(seq);
+    return 0;
+}
+
+/* 'C' -> 0, 'F' -> 1; `allow_any` also takes 'A'/'K'/None (-> -1). */
+static int order_arg(PyObject *obj, int allow_any)
+{
+    if (obj == NULL || obj == Py_None)
+        return allow_any ? -1 : 0;
+    if (PyUnicode_Check(obj) && PyUnicode_GetLength(obj) == 1) {
+        Py_UCS4 c = PyUnicode_READ_CHAR(obj, 0);
+        if (c == 'C' || c == 'c')
+            return 0;
+        if (c == 'F' || c == 'f')
+            return 1;
+        if (allow_any && (c == 'A' || c == 'a' || c == 'K' || c == 'k'))
+            return -1;
+    }
+    PyErr_Format(PyExc_ValueError, "order must be %s, not %R", allow_any ? "'C', 'F', 'A' or 'K'" : "'C' or 'F'",
+                 obj);
+    return -2;
+}
+
+int pygpu_order_arg(PyObject *obj, int allow_any) { return order_arg(obj, allow_any); }
+
+/* A host array (anything NumPy converts) copied to a new GPUArray. */
+static PyObject *from_host(pygpu_state *st, PyTypeObject *tp, PyObject *obj, PyArray_Descr *descr,
+                           PyObject *stream, int async)
+{
+    PyArrayObject *h = (PyArrayObject *)PyArray_FromAny(obj, descr, 0, 0, NPY_ARRAY_FORCECAST, NULL);
+    if (!h)
+        return NULL;
+    PyArray_Descr *d = PyArray_DESCR(h);
+    if (!pygpu_descr_supported(d)) {
+        /* Non-native byte order converts; other dtypes are refused. */
+        PyArray_Descr *nd = pygpu_descr_arg((PyObject *)d);
+        if (!nd) {
+            Py_DECREF(h);
+            return NULL;
+        }
+        Py_SETREF(h, (PyArrayObject *)PyArray_FromAny((PyObject *)h, nd, 0, 0, NPY_ARRAY_FORCECAST, NULL));
+        if (!h)
+            return NULL;
+        d = PyArray_DESCR(h);
+    }
+    int fortran = PyArray_IS_F_CONTIGUOUS(h) && !PyArray_IS_C_CONTIGUOUS(h);
+    Py_INCREF(d);
+    PyGPUArray *a = (PyGPUArray *)pygpu_array_empty(st, tp, d, PyArray_NDIM(h), PyArray_SHAPE(h), fortran,
+                                                    stream);
+    pygpu_stream_t s;
+    if (!a || pygpu_stream_arg(st, stream, &s) < 0)
+        goto fail;
+    pygpu_side dst = {a->data, GA_STRIDES(a), 1}, src = {PyArray_BYTES(h), PyArray_STRIDES(h), 0};
+    if (pygpu_copy(st, dst, src, a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, async) < 0)
+        goto fail;
+    Py_DECREF(h);
+    return (PyObject *)a;
+fail:
+    Py_XDECREF(a);
+    Py_DECREF(h);
+    return NULL;
+}
+
+/* An int address from `gpudata` (int(), or a DeviceAllocation's ptr). */
+static int address_of(PyObject *obj, char **ptr)
+{
+    PyObject *v = PyNumber_Long(obj);
+    if (!v) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "gpudata must be a device allocation or an int address, not %.100s",
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    *ptr = PyLong_AsVoidPtr(v);
+    Py_DECREF(v);
+    return *ptr == NULL && PyErr_Occurred() ? -1 : 0;
+}
+
+/* GPUArray over caller-provided memory (element 0 at `offset` bytes past
+ * int(gpudata)), checked against an allocation's size where it is known. */
+static PyObject *over_memory(pygpu_state *st, PyTypeObject *tp, PyArray_Descr *descr, int nd,
+                             const ptrdiff_t *shape, const ptrdiff_t *strides, PyObject *gpudata,
+                             ptrdiff_t offset, PyObject *base)
+{
+    char *ptr;
+    ptrdiff_t lo, hi, itemsize = (ptrdiff_t)PyDataType_ELSIZE(descr);
+    if (address_of(gpudata, &ptr) < 0) {
+        Py_DECREF(descr);
+        return NULL;
+    }
+    ptr += offset;
+    pygpu_shape_extent(nd, shape, strides, itemsize, &lo, &hi);
+    int device = -1;
+    if (PyObject_TypeCheck(gpudata, st->Memory)) {
+        PyGPUMemory *m = (PyGPUMemory *)gpudata;
+        char *end = (char *)m->ptr + m->size;
+        device = m->device;
+        if (hi > lo && (ptr + lo < (char *)m->ptr || ptr + hi > end)) {
+            Py_DECREF(descr);
+            return PyErr_Format(PyExc_ValueError,
+                                "the array (bytes %zd..%zd from its start) does not fit in the %zu-byte allocation",
+                                lo, hi, m->size);
+        }
+    }
+    if (device < 0 && (device = pygpu_current_device(st)) < 0) {
+        Py_DECREF(descr);
+        return NULL;
+    }
+    PyObject *owner = base && base != Py_None ? base : gpudata;
+    return pygpu_array_wrap(st, tp, descr, nd, shape, strides, ptr, owner,
+                            base && base != Py_None ? base : NULL, device, 1);
+}
+
+static PyObject *array_new(PyTypeObject *tp, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"shape", "dtype", "allocator", "base", "gpudata", "strides", "order",
+                             "stream", NULL};
+    PyObject *shape_obj, *dtype = Py_None, *allocator = Py_None, *base = Py_None, *gpudata = Py_None;
+    PyObject *strides_obj = Py_None, *order = Py_None, *stream = Py_None;
+    pygpu_state *st = pygpu_state_of_type(tp);
+    ptrdiff_t shape[PYGPU_MAXDIMS], strides[PYGPU_MAXDIMS];
+    int nd;
+    if (!st || !PyArg_ParseTupleAndKeywords(args, kwds, "O|OOOOOO$O:GPUArray", kwlist, &shape_obj, &dtype,
+                                            &allocator, &base, &gpudata, &strides_obj, &order, &stream))
+        return NULL;
+    if (PyArray_Check(shape_obj) || PyObject_CheckBuffer(shape_obj) ||
+        PyObject_HasAttrString(shape_obj, "__array_interface__") ||
+        PyObject_HasAttrString(shape_obj, "__array__")) {
+        /* GPUArray(host_data): a device copy. */
+        PyArray_Descr *d = dtype == Py_None ? NULL : pygpu_descr_arg(dtype);
+        if (dtype != Py_None && !d)
+            return NULL;
+        return from_host(st, tp, shape_obj, d, stream, 0);
+    }
+    int fortran = order_arg(order, 0);
+    if (fortran < 0 || pygpu_shape_arg(shape_obj, &nd, shape) < 0)
+        return NULL;
+    PyArray_Descr *descr = pygpu_descr_arg(dtype);
+    if (!descr)
+        return NULL;
+    ptrdiff_t itemsize = (ptrdiff_t)PyDataType_ELSIZE(descr);
+    ptrdiff_t nbytes, lo, hi;
+    if (checked_nbytes(nd, shape, itemsize, &nbytes) < 0)
+        goto fail;
+    if (strides_obj != Py_None) {
+        if (strides_arg(strides_obj, nd, strides) < 0)
+            goto fail;
+    } else {
+        pygpu_shape_strides(nd, shape, itemsize, fortran, strides);
+    }
+    if (gpudata != Py_None)
+        return over_memory(st, tp, descr, nd, shape, strides, gpudata, 0, base);
+    if (allocator != Py_None) {
+        /* PyCUDA style: allocator(nbytes) returns the memory, int() its address. */
+        pygpu_shape_extent(nd, shape, strides, itemsize, &lo, &hi);
+        PyObject *mem = PyObject_CallFunction(allocator, "n", (Py_ssize_t)(hi - lo));
+        if (!mem)
+            goto fail;
+        PyObject *a = over_memory(st, tp, descr, nd, shape, strides, mem, -lo, base);
+        Py_DECREF(mem);
+        return a;
+    }
+    if (strides_obj != Py_None) {
+        PyErr_SetString(PyExc_ValueError, "strides= needs gpudata= (the memory they describe)");
+        goto fail;
+    }
+    return pygpu_array_empty(st, tp, descr, nd, shape, fortran, stream);
+fail:
+    Py_DECREF(descr);
+    return NULL;
+}
+
+static int array_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    PyGPUArray *a = (PyGPUArray *)self;
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(a->mem);
+    Py_VISIT(a->base);
+    return 0;
+}
+
+static int array_clear(PyObject *self)
+{
+    PyGPUArray *a = (PyGPUArray *)self;
+    Py_CLEAR(a->mem);
+    Py_CLEAR(a->base);
+    Py_CLEAR(a->shape_tuple);
+    return 0;
+}
+
+static void array_dealloc(PyObject *self)
+{
+    PyGPUArray *a = (PyGPUArray *)self;
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    if (a->weakreflist)
+        PyObject_ClearWeakRefs(self);
+    array_clear(self);
+    Py_CLEAR(a->descr);
+    tp->tp_free(self);
+    Py_DECREF(tp);
+}
+
+static PyObject *array_repr(PyObject *self);
+static PyObject *array_str(PyObject *self);
+
+static PyMemberDef array_members[] = {
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(PyGPUArray, weakreflist), READONLY, NULL},
+    {0},
+};
+
+static PyType_Slot array_slots[] = {
+    {Py_tp_doc, "GPUArray(shape, dtype=float64, allocator=None, base=None, gpudata=None, strides=None, "
+                "order='C', *, stream=None)\n--\n\n"
+                "A NumPy-style array in device memory.  GPUArray(host_data) copies host\n"
+                "data (anything NumPy converts) to the device."},
+    {Py_tp_new, array_new},
+    {Py_tp_dealloc, array_dealloc},
+    {Py_tp_traverse, array_traverse},
+    {Py_tp_clear, array_clear},
+    {Py_tp_repr, array_repr},
+    {Py_tp_str, array_str},
+    {Py_mp_subscript, pygpu_array_subscript},
+    {Py_mp_ass_subscript, pygpu_array_ass_subscript},
+    {Py_mp_length, pygpu_array_length},
+    {Py_sq_length, pygpu_array_length},
+    {Py_sq_item, pygpu_array_item},
+    {Py_tp_members, array_members},
+    {Py_tp_getset, pygpu_array_getset},
+    {Py_tp_methods, pygpu_array_methods},
+    {0, NULL},
+};
+
+static PyType_Spec array_spec = {
+    .name = "pygpu.GPUArray",
+    .basicsize = offsetof(PyGPUArray, dims),
+    .itemsize = sizeof(ptrdiff_t),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .slots = array_slots,
+};
+
+/* repr/str: the values as NumPy shows them. */
+static PyObject *host_copy(PyObject *self)
+{
+    return pygpu_array_get((PyGPUArray *)self, NULL, NULL, 0);
+}
+
+static PyObject *array_repr(PyObject *self)
+{
+    PyObject *h = host_copy(self), *text = NULL, *lines = NULL, *out = NULL, *r = NULL;
+    if (!h)
+        return NULL;
+    /* NumPy writes "array(...)", continuation lines indented under the
+     * parenthesis: rename it and indent them by the three letters added. */
+    if (!(text = PyObject_Repr(h)) || !(lines = PyUnicode_Splitlines(text, 0)) || !(out = PyList_New(0)))
+        goto done;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(lines); i++) {
+        PyObject *line = PyList_GET_ITEM(lines, i), *fixed;
+        if (i == 0) {
+            PyObject *rest = PyUnicode_Substring(line, 5, PY_SSIZE_T_MAX);   /* after "array" */
+            fixed = rest ? PyUnicode_FromFormat("GPUArray%U", rest) : NULL;
+            Py_XDECREF(rest);
+        } else if (PyUnicode_GET_LENGTH(line) > 0)
+            fixed = PyUnicode_FromFormat("   %U", line);
+        else
+            fixed = Py_NewRef(line);
+        if (!fixed || PyList_Append(out, fixed) < 0) {
+            Py_XDECREF(fixed);
+            goto done;
+        }
+        Py_DECREF(fixed);
+    }
+    PyObject *nl = PyUnicode_FromString("\n");
+    if (nl) {
+        r = PyUnicode_Join(nl, out);
+        Py_DECREF(nl);
+    }
+done:
+    Py_XDECREF(text);
+    Py_XDECREF(lines);
+    Py_XDECREF(out);
+    Py_DECREF(h);
+    return r;
+}
+
+static PyObject *array_str(PyObject *self)
+{
+    PyObject *h = host_copy(self);
+    if (!h)
+        return NULL;
+    PyObject *r = PyObject_Str(h);
+    Py_DECREF(h);
+    return r;
+}
+
+/* ---- module functions ------------------------------------------------------ */
+
+static PyObject *mod_empty(PyObject *m, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"shape", "dtype", "order", "stream", NULL};
+    PyObject *shape_obj, *dtype = Py_None, *order = Py_None, *stream = Py_None;
+    pygpu_state *st = PyModule_GetState(m);
+    ptrdiff_t shape[PYGPU_MAXDIMS];
+    int nd, fortran;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OO$O:empty", kwlist, &shape_obj, &dtype, &order, &stream) ||
+        (fortran = order_arg(order, 0)) < 0 || pygpu_shape_arg(shape_obj, &nd, shape) < 0)
+        return NULL;
+    PyArray_Descr *descr = pygpu_descr_arg(dtype);
+    if (!descr)
+        return NULL;
+    return pygpu_array_empty(st, st->Array, descr, nd, shape, fortran, stream);
+}
+
+static PyObject *to_gpu_impl(PyObject *m, PyObject *args, PyObject *kwds, int async)
+{
+    static char *kwlist[] = {"ary", "stream", "dtype", NULL};
+    PyObject *obj, *stream = Py_None, *dtype = Py_None;
+    pygpu_state *st = PyModule_GetState(m);
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O$O", kwlist, &obj, &stream, &dtype))
+        return NULL;
+    PyArray_Descr *d = NULL;
+    if (dtype != Py_None && !(d = pygpu_descr_arg(dtype)))
+        return NULL;
+    return from_host(st, st->Array, obj, d, stream, async);
+}
+
+static PyObject *mod_to_gpu(PyObject *m, PyObject *a, PyObject *k) { return to_gpu_impl(m, a, k, 0); }
+static PyObject *mod_to_gpu_async(PyObject *m, PyObject *a, PyObject *k) { return to_gpu_impl(m, a, k, 1); }
+
+#define KW(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
+
+PyMethodDef pygpu_array_module_methods[] = {
+    {"empty", KW(mod_empty),
+     "empty(shape, dtype=float64, order='C', *, stream=None)\n--\n\nA new GPUArray, uninitialised."},
+    {"to_gpu", KW(mod_to_gpu),
+     "to_gpu(ary, stream=None, *, dtype=None)\n--\n\nA GPUArray copy of host data; returns when copied."},
+    {"to_gpu_async", KW(mod_to_gpu_async),
+     "to_gpu_async(ary, stream=None, *, dtype=None)\n--\n\n"
+     "A GPUArray copy of host data, queued on the stream (see docs for when `ary` may change)."},
+    {0},
+};
+
+int pygpu_array_init(PyObject *m, pygpu_state *st)
+{
+    st->Array = (PyTypeObject *)PyType_FromModuleAndSpec(m, &array_spec, NULL);
+    if (!st->Array || PyModule_AddType(m, st->Array) < 0 || pygpu_flags_init(m, st) < 0)
+        return -1;
+    return PyModule_AddFunctions(m, pygpu_array_module_methods);
+}

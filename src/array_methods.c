@@ -1,0 +1,621 @@
+/*
+ * array_methods.c -- GPUArray methods: transfers (get, set and their async
+ * forms), copy, fill, and the shape functions that make views (view,
+ * reshape, ravel, squeeze, transpose, swapaxes) or copies (flatten).
+ */
+#include "pygpu.h"
+
+#define SELF ((PyGPUArray *)self)
+#define KW(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
+
+static pygpu_side device_side(PyGPUArray *a) { return (pygpu_side){a->data, GA_STRIDES(a), 1}; }
+
+static ptrdiff_t size_of(PyGPUArray *a)
+{
+    ptrdiff_t n = 1;
+    for (int i = 0; i < a->nd; i++)
+        n *= GA_SHAPE(a)[i];
+    return n;
+}
+
+static PyObject *shape_repr(const ptrdiff_t *shape, int nd)
+{
+    PyObject *t = PyTuple_New(nd), *r;
+    for (int i = 0; t && i < nd; i++)
+        PyTuple_SET_ITEM(t, i, PyLong_FromSsize_t(shape[i]));
+    if (!t)
+        return NULL;
+    r = PyObject_Repr(t);
+    Py_DECREF(t);
+    return r;
+}
+
+/* numpy.exceptions.AxisError for `axis` of an nd-dimensional array. */
+static int axis_error(Py_ssize_t axis, int nd)
+{
+    PyObject *mod = PyImport_ImportModule("numpy.exceptions");
+    PyObject *cls = mod ? PyObject_GetAttrString(mod, "AxisError") : NULL;
+    Py_XDECREF(mod);
+    if (cls) {
+        PyObject *exc = PyObject_CallFunction(cls, "ni", axis, nd);
+        if (exc) {
+            PyErr_SetObject(cls, exc);
+            Py_DECREF(exc);
+        }
+        Py_DECREF(cls);
+    }
+    return -1;
+}
+
+/* Normalise an axis argument for nd axes; 0, or -1 with AxisError/TypeError. */
+static int axis_arg(PyObject *obj, int nd, int *axis)
+{
+    Py_ssize_t v = PyNumber_AsSsize_t(obj, PyExc_IndexError);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (v < -nd || v >= nd)
+        return axis_error(v, nd);
+    *axis = (int)(v < 0 ? v + nd : v);
+    return 0;
+}
+
+/* ---- transfers ------------------------------------------------------------ */
+
+PyObject *pygpu_array_get(PyGPUArray *a, PyObject *out, PyObject *stream, int pagelocked)
+{
+    pygpu_state *st = pygpu_state_of((PyObject *)a);
+    pygpu_stream_t s;
+    if (!st || pygpu_stream_arg(st, stream, &s) < 0)
+        return NULL;
+    if (out && out != Py_None) {
+        if (!PyArray_Check(out))
+            return PyErr_Format(PyExc_TypeError, "get(ary=...) takes a numpy.ndarray, not %.100s",
+                                Py_TYPE(out)->tp_name);
+        PyArrayObject *o = (PyArrayObject *)out;
+        if (!PyArray_EquivTypes(PyArray_DESCR(o), a->descr))
+            return PyErr_Format(PyExc_TypeError, "get(ary=...): ary has dtype %R but the array has %R",
+                                (PyObject *)PyArray_DESCR(o), (PyObject *)a->descr);
+        if (PyArray_NDIM(o) != a->nd ||
+            memcmp(PyArray_SHAPE(o), GA_SHAPE(a), (size_t)a->nd * sizeof(ptrdiff_t)) != 0) {
+            PyObject *want = shape_repr(GA_SHAPE(a), a->nd), *got = shape_repr(PyArray_SHAPE(o), PyArray_NDIM(o));
+            if (want && got)
+                PyErr_Format(PyExc_ValueError, "get(ary=...): ary has shape %U but the array has %U", got, want);
+            Py_XDECREF(want);
+            Py_XDECREF(got);
+            return NULL;
+        }
+        if (!PyArray_ISWRITEABLE(o)) {
+            PyErr_SetString(PyExc_ValueError, "get(ary=...): ary is read-only");
+            return NULL;
+        }
+        Py_INCREF(out);
+    } else {
+        Py_INCREF(a->descr);
+        out = pagelocked ? pygpu_pagelocked_empty(st, a->descr, a->nd, GA_SHAPE(a))
+                         : PyArray_Empty(a->nd, GA_SHAPE(a), a->descr, 0);
+        if (pagelocked)
+            Py_DECREF(a->descr);
+        if (!out)
+            return NULL;
+    }
+    pygpu_side host = {PyArray_BYTES((PyArrayObject *)out), PyArray_STRIDES((PyArrayObject *)out), 0};
+    if (pygpu_copy(st, host, device_side(a), a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, 0) < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* Broadcast host array `h` to `a`'s shape: its strides, or -1 with ValueError. */
+static int broadcast_strides(PyGPUArray *a, PyArrayObject *h, ptrdiff_t *strides)
+{
+    int hnd = PyArray_NDIM(h), shift = a->nd - hnd;
+    for (int i = 0; i < a->nd; i++) {
+        int j = i - shift;
+        if (j < 0)
+            strides[i] = 0;
+        else if (PyArray_DIM(h, j) == GA_SHAPE(a)[i])
+            strides[i] = PyArray_STRIDE(h, j);
+        else if (PyArray_DIM(h, j) == 1)
+            strides[i] = 0;
+        else
+            goto mismatch;
+    }
+    if (shift >= 0)
+        return 0;
+    for (int j = 0; j < -shift; j++)     /* extra leading axes must be 1 */
+        if (PyArray_DIM(h, j) != 1)
+            goto mismatch;
+    return 0;
+mismatch:;
+    PyObject *want = shape_repr(GA_SHAPE(a), a->nd), *got = shape_repr(PyArray_SHAPE(h), hnd);
+    if (want && got)
+        PyErr_Format(PyExc_ValueError, "could not broadcast input array from shape %U into shape %U", got, want);
+    Py_XDECREF(want);
+    Py_XDECREF(got);
+    return -1;
+}
+
+/* `value` as a host array of dtype `descr`, converted as NumPy's assignment
+ * converts it: arrays cast unsafely, Python scalars and sequences checked
+ * (so 300 into int8 raises OverflowError, as in NumPy).  New reference. */
+static PyArrayObject *host_value(PyObject *value, PyArray_Descr *descr)
+{
+    if (PyArray_Check(value)) {
+        Py_INCREF(descr);
+        return (PyArrayObject *)PyArray_FromAny(value, descr, 0, 0, NPY_ARRAY_FORCECAST, NULL);
+    }
+    PyArrayObject *shape_of = (PyArrayObject *)PyArray_FromAny(value, NULL, 0, 0, 0, NULL);
+    if (!shape_of)
+        return NULL;
+    Py_INCREF(descr);
+    PyArrayObject *h = (PyArrayObject *)PyArray_Empty(PyArray_NDIM(shape_of), PyArray_SHAPE(shape_of), descr, 0);
+    Py_DECREF(shape_of);
+    if (h && PyObject_SetItem((PyObject *)h, Py_Ellipsis, value) < 0)
+        Py_CLEAR(h);
+    return h;
+}
+
+/* 1 if the device bytes of a and b may overlap. */
+static int may_overlap(PyGPUArray *a, PyGPUArray *b)
+{
+    ptrdiff_t alo, ahi, blo, bhi;
+    pygpu_shape_extent(a->nd, GA_SHAPE(a), GA_STRIDES(a), GA_ITEMSIZE(a), &alo, &ahi);
+    pygpu_shape_extent(b->nd, GA_SHAPE(b), GA_STRIDES(b), GA_ITEMSIZE(b), &blo, &bhi);
+    if (ahi == alo || bhi == blo)
+        return 0;
+    return a->data + alo < b->data + bhi && b->data + blo < a->data + ahi;
+}
+
+static int same_shape(PyGPUArray *a, PyGPUArray *b)
+{
+    return a->nd == b->nd && memcmp(GA_SHAPE(a), GA_SHAPE(b), (size_t)a->nd * sizeof(ptrdiff_t)) == 0;
+}
+
+/* A dense copy of `a` on the device; new reference. */
+static PyObject *dense_copy(pygpu_state *st, PyGPUArray *a, int fortran, pygpu_stream_t s, PyObject *stream)
+{
+    Py_INCREF(a->descr);
+    PyGPUArray *c = (PyGPUArray *)pygpu_array_empty(st, Py_TYPE(a), a->descr, a->nd, GA_SHAPE(a), fortran,
+                                                    stream);
+    if (c && pygpu_copy(st, device_side(c), device_side(a), a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, 1) < 0)
+        Py_CLEAR(c);
+    return (PyObject *)c;
+}
+
+int pygpu_array_assign(PyGPUArray *a, PyObject *value, PyObject *stream, int async)
+{
+    pygpu_state *st = pygpu_state_of((PyObject *)a);
+    pygpu_stream_t s;
+    ptrdiff_t strides[PYGPU_MAXDIMS];
+    PyObject *host = NULL;
+    int r = -1;
+    if (!st || pygpu_stream_arg(st, stream, &s) < 0)
+        return -1;
+    if (PyObject_TypeCheck(value, st->Array)) {
+        PyGPUArray *v = (PyGPUArray *)value;
+        if (same_shape(a, v) && PyArray_EquivTypes(a->descr, v->descr)) {
+            PyObject *tmp = NULL;
+            if (may_overlap(a, v)) {    /* as NumPy: the result is as if v were copied first */
+                if (!(tmp = dense_copy(st, v, 0, s, stream)))
+                    return -1;
+                v = (PyGPUArray *)tmp;
+            }
+            r = pygpu_copy(st, device_side(a), device_side(v), a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, async);
+            Py_XDECREF(tmp);
+            return r;
+        }
+        /* Broadcasting or casting: through the host, where NumPy does both. */
+        if (!(value = host = pygpu_array_get(v, NULL, stream, 0)))
+            return -1;
+    }
+    PyArrayObject *h = host_value(value, a->descr);
+    if (!h)
+        goto done;
+    if (PyArray_SIZE(h) == 1 && PyArray_NDIM(h) <= a->nd) {
+        /* One value for every element: a fill, no host copy of the view. */
+        r = pygpu_fill(st, device_side(a), a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), PyArray_BYTES(h), s);
+    } else if (broadcast_strides(a, h, strides) == 0) {
+        pygpu_side src = {PyArray_BYTES(h), strides, 0};
+        r = pygpu_copy(st, device_side(a), src, a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, async);
+    }
+    Py_DECREF(h);
+done:
+    Py_XDECREF(host);
+    return r;
+}
+
+static PyObject *get_impl(PyObject *self, PyObject *args, PyObject *kwds, int async)
+{
+    static char *kwlist[] = {"ary", "stream", "pagelocked", NULL};
+    static char *kwlist_async[] = {"stream", "ary", NULL};
+    PyObject *ary = Py_None, *stream = Py_None;
+    int pagelocked = 0;
+    if (async ? !PyArg_ParseTupleAndKeywords(args, kwds, "|OO:get_async", kwlist_async, &stream, &ary)
+              : !PyArg_ParseTupleAndKeywords(args, kwds, "|O$Op:get", kwlist, &ary, &stream, &pagelocked))
+        return NULL;
+    return pygpu_array_get(SELF, ary, stream, pagelocked);
+}
+
+static PyObject *array_get(PyObject *self, PyObject *a, PyObject *k) { return get_impl(self, a, k, 0); }
+static PyObject *array_get_async(PyObject *self, PyObject *a, PyObject *k) { return get_impl(self, a, k, 1); }
+
+static PyObject *set_impl(PyObject *self, PyObject *args, PyObject *kwds, int async)
+{
+    static char *kwlist[] = {"ary", "stream", NULL};
+    PyObject *ary, *stream = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O", kwlist, &ary, &stream))
+        return NULL;
+    if (!(SELF->flags & PYGPU_WRITEABLE)) {
+        PyErr_SetString(PyExc_ValueError, "assignment destination is read-only");
+        return NULL;
+    }
+    if (pygpu_array_assign(SELF, ary, stream, async) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *array_set(PyObject *self, PyObject *a, PyObject *k) { return set_impl(self, a, k, 0); }
+static PyObject *array_set_async(PyObject *self, PyObject *a, PyObject *k) { return set_impl(self, a, k, 1); }
+
+static PyObject *array_dunder_array(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"dtype", "copy", NULL};
+    PyObject *dtype = Py_None, *copy = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|OO:__array__", kwlist, &dtype, &copy))
+        return NULL;
+    if (copy == Py_False) {
+        PyErr_SetString(PyExc_ValueError,
+                        "a GPUArray cannot be seen as a NumPy array without a copy (it is in device memory)");
+        return NULL;
+    }
+    PyObject *h = pygpu_array_get(SELF, NULL, NULL, 0);
+    if (!h || dtype == Py_None)
+        return h;
+    PyObject *r = PyObject_CallMethod(h, "astype", "O", dtype);
+    Py_DECREF(h);
+    return r;
+}
+
+/* ---- copies and fills ----------------------------------------------------- */
+
+/* 'C' (the default), 'F', 'A' or 'K' for a copy of `a`: 1 for Fortran
+ * order, 0 for C, -2 with ValueError. */
+static int copy_order(PyGPUArray *a, PyObject *order)
+{
+    if (order == NULL || order == Py_None)
+        return 0;
+    int o = pygpu_order_arg(order, 1);
+    if (o == -1)
+        o = (a->flags & PYGPU_F_CONTIGUOUS) && !(a->flags & PYGPU_C_CONTIGUOUS);
+    return o;
+}
+
+static PyObject *array_copy(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"order", "stream", NULL};
+    PyObject *order = NULL, *stream = Py_None;
+    pygpu_state *st = pygpu_state_of(self);
+    pygpu_stream_t s;
+    int fortran;
+    if (!st || !PyArg_ParseTupleAndKeywords(args, kwds, "|O$O:copy", kwlist, &order, &stream) ||
+        (fortran = copy_order(SELF, order)) < 0 || pygpu_stream_arg(st, stream, &s) < 0)
+        return NULL;
+    return dense_copy(st, SELF, fortran, s, stream);
+}
+
+static PyObject *array_fill(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"value", "stream", NULL};
+    PyObject *value, *stream = Py_None;
+    pygpu_state *st = pygpu_state_of(self);
+    pygpu_stream_t s;
+    if (!st || !PyArg_ParseTupleAndKeywords(args, kwds, "O|O:fill", kwlist, &value, &stream) ||
+        pygpu_stream_arg(st, stream, &s) < 0)
+        return NULL;
+    if (!(SELF->flags & PYGPU_WRITEABLE)) {
+        PyErr_SetString(PyExc_ValueError, "assignment destination is read-only");
+        return NULL;
+    }
+    PyArrayObject *v = host_value(value, SELF->descr);
+    if (!v)
+        return NULL;
+    if (PyArray_SIZE(v) != 1) {
+        Py_DECREF(v);
+        PyErr_SetString(PyExc_ValueError, "fill() takes one value");
+        return NULL;
+    }
+    int r = pygpu_fill(st, device_side(SELF), SELF->nd, GA_SHAPE(SELF), GA_ITEMSIZE(SELF), PyArray_BYTES(v), s);
+    Py_DECREF(v);
+    return r < 0 ? NULL : Py_NewRef(self);
+}
+
+/* ---- views ------------------------------------------------------------------ */
+
+static PyObject *array_view_method(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"dtype", NULL};
+    PyObject *dtype = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:view", kwlist, &dtype))
+        return NULL;
+    if (dtype == Py_None)
+        return pygpu_array_view(SELF, SELF->nd, GA_SHAPE(SELF), GA_STRIDES(SELF), SELF->data, NULL);
+    PyArray_Descr *d = pygpu_descr_arg(dtype);
+    if (!d)
+        return NULL;
+    ptrdiff_t old = GA_ITEMSIZE(SELF), new = (ptrdiff_t)PyDataType_ELSIZE(d);
+    ptrdiff_t shape[PYGPU_MAXDIMS], strides[PYGPU_MAXDIMS];
+    int nd = SELF->nd;
+    memcpy(shape, GA_SHAPE(SELF), (size_t)nd * sizeof(ptrdiff_t));
+    memcpy(strides, GA_STRIDES(SELF), (size_t)nd * sizeof(ptrdiff_t));
+    if (old != new) {
+        if (nd == 0) {
+            PyErr_SetString(PyExc_ValueError, "changing the dtype of a 0-d array needs the same itemsize");
+            goto fail;
+        }
+        if (strides[nd - 1] != old && shape[nd - 1] != 1) {
+            PyErr_SetString(PyExc_ValueError, "to change to a dtype of a different size, the last axis must be "
+                                              "contiguous");
+            goto fail;
+        }
+        if ((shape[nd - 1] * old) % new != 0) {
+            PyErr_Format(PyExc_ValueError, "when changing to a dtype of a different size, the last axis "
+                         "(%zd bytes) must divide by the new itemsize (%zd)", shape[nd - 1] * old, new);
+            goto fail;
+        }
+        shape[nd - 1] = shape[nd - 1] * old / new;
+        strides[nd - 1] = new;
+    }
+    return pygpu_array_view(SELF, nd, shape, strides, SELF->data, d);   /* steals d */
+fail:
+    Py_DECREF(d);
+    return NULL;
+}
+
+/* Parse shape from reshape's arguments (a tuple, or ints), resolving -1. */
+static int reshape_shape(PyGPUArray *a, PyObject *args, int *nd, ptrdiff_t *shape)
+{
+    PyObject *obj = PyTuple_GET_SIZE(args) == 1 ? PyTuple_GET_ITEM(args, 0) : args;
+    PyObject *seq = PyIndex_Check(obj) ? PyTuple_Pack(1, obj) : PySequence_Fast(obj, "shape must be ints");
+    ptrdiff_t known = 1, size = size_of(a);
+    int unknown = -1;
+    if (!seq)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > PYGPU_MAXDIMS) {
+        Py_DECREF(seq);
+        PyErr_Format(PyExc_ValueError, "too many dimensions: %zd (at most %d)", n, PYGPU_MAXDIMS);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        shape[i] = PyIndex_Check(item) ? PyNumber_AsSsize_t(item, PyExc_ValueError) : -2;
+        if (shape[i] == -1 && PyErr_Occurred())
+            goto fail;
+        if (shape[i] == -1) {
+            if (unknown >= 0) {
+                PyErr_SetString(PyExc_ValueError, "can only specify one unknown dimension");
+                goto fail;
+            }
+            unknown = (int)i;
+        } else if (shape[i] < 0) {
+            PyErr_SetString(shape[i] == -2 ? PyExc_TypeError : PyExc_ValueError,
+                            shape[i] == -2 ? "shape entries must be ints" : "negative dimensions are not allowed");
+            goto fail;
+        } else {
+            known *= shape[i];
+        }
+    }
+    if (unknown >= 0 && known > 0 && size % known == 0)
+        shape[unknown] = size / known;
+    if ((unknown >= 0 && (known == 0 || size % known != 0)) || (unknown < 0 && known != size)) {
+        PyObject *want = shape_repr(shape, (int)n);
+        if (want)
+            PyErr_Format(PyExc_ValueError, "cannot reshape array of size %zd into shape %U", size, want);
+        Py_XDECREF(want);
+        goto fail;
+    }
+    Py_DECREF(seq);
+    *nd = (int)n;
+    return 0;
+fail:
+    Py_DECREF(seq);
+    return -1;
+}
+
+/* `a` viewed (or, where no view exists, copied) as shape; new reference. */
+static PyObject *reshape_to(PyGPUArray *a, int nd, const ptrdiff_t *shape, int fortran)
+{
+    ptrdiff_t strides[PYGPU_MAXDIMS];
+    if (pygpu_shape_reshape_view(a->nd, GA_SHAPE(a), GA_STRIDES(a), nd, shape, GA_ITEMSIZE(a), fortran, strides))
+        return pygpu_array_view(a, nd, shape, strides, a->data, NULL);
+    pygpu_state *st = pygpu_state_of((PyObject *)a);
+    pygpu_stream_t s;
+    if (!st || pygpu_stream_arg(st, NULL, &s) < 0)
+        return NULL;
+    PyGPUArray *c = (PyGPUArray *)dense_copy(st, a, fortran, s, NULL);
+    if (!c)
+        return NULL;
+    pygpu_shape_strides(nd, shape, GA_ITEMSIZE(a), fortran, strides);
+    PyObject *r = pygpu_array_wrap(st, Py_TYPE(a), (Py_INCREF(a->descr), a->descr), nd, shape, strides, c->data,
+                                   c->mem, NULL, c->device, 1);
+    Py_DECREF(c);
+    return r;
+}
+
+static PyObject *array_reshape(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    ptrdiff_t shape[PYGPU_MAXDIMS];
+    int nd, fortran = 0;
+    PyObject *order = kwds ? PyDict_GetItemString(kwds, "order") : NULL;
+    if (kwds && PyDict_GET_SIZE(kwds) > (order ? 1 : 0)) {
+        PyErr_SetString(PyExc_TypeError, "reshape() takes only the keyword argument 'order'");
+        return NULL;
+    }
+    if (PyTuple_GET_SIZE(args) == 0) {
+        PyErr_SetString(PyExc_TypeError, "reshape() needs a shape");
+        return NULL;
+    }
+    if ((fortran = copy_order(SELF, order)) < 0 || reshape_shape(SELF, args, &nd, shape) < 0)
+        return NULL;
+    if (order && PyUnicode_Check(order) && PyUnicode_CompareWithASCIIString(order, "K") == 0) {
+        PyErr_SetString(PyExc_ValueError, "order 'K' is not permitted for reshaping");
+        return NULL;
+    }
+    return reshape_to(SELF, nd, shape, fortran);
+}
+
+static PyObject *array_ravel(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"order", NULL};
+    PyObject *order = NULL;
+    int fortran;
+    ptrdiff_t n = size_of(SELF);
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:ravel", kwlist, &order) ||
+        (fortran = copy_order(SELF, order)) < 0)
+        return NULL;
+    return reshape_to(SELF, 1, &n, fortran);
+}
+
+static PyObject *array_flatten(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"order", NULL};
+    PyObject *order = NULL;
+    pygpu_state *st = pygpu_state_of(self);
+    pygpu_stream_t s;
+    int fortran;
+    ptrdiff_t n = size_of(SELF), stride = GA_ITEMSIZE(SELF);
+    if (!st || !PyArg_ParseTupleAndKeywords(args, kwds, "|O:flatten", kwlist, &order) ||
+        (fortran = copy_order(SELF, order)) < 0 || pygpu_stream_arg(st, NULL, &s) < 0)
+        return NULL;
+    PyGPUArray *c = (PyGPUArray *)dense_copy(st, SELF, fortran, s, NULL);
+    if (!c)
+        return NULL;
+    PyObject *r = pygpu_array_wrap(st, Py_TYPE(self), (Py_INCREF(SELF->descr), SELF->descr), 1, &n, &stride,
+                                   c->data, c->mem, NULL, c->device, 1);
+    Py_DECREF(c);
+    return r;
+}
+
+static PyObject *array_squeeze(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"axis", NULL};
+    PyObject *axis = Py_None;
+    int drop[PYGPU_MAXDIMS] = {0}, nd = 0, k;
+    ptrdiff_t shape[PYGPU_MAXDIMS], strides[PYGPU_MAXDIMS];
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:squeeze", kwlist, &axis))
+        return NULL;
+    if (axis == Py_None) {
+        for (int i = 0; i < SELF->nd; i++)
+            drop[i] = GA_SHAPE(SELF)[i] == 1;
+    } else {
+        PyObject *seq = PyIndex_Check(axis) ? PyTuple_Pack(1, axis) : PySequence_Fast(axis, "axis must be ints");
+        if (!seq)
+            return NULL;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+            if (axis_arg(PySequence_Fast_GET_ITEM(seq, i), SELF->nd, &k) < 0) {
+                Py_DECREF(seq);
+                return NULL;
+            }
+            if (GA_SHAPE(SELF)[k] != 1) {
+                Py_DECREF(seq);
+                PyErr_SetString(PyExc_ValueError, "cannot select an axis to squeeze out which has size not "
+                                                  "equal to one");
+                return NULL;
+            }
+            drop[k] = 1;
+        }
+        Py_DECREF(seq);
+    }
+    for (int i = 0; i < SELF->nd; i++) {
+        if (!drop[i]) {
+            shape[nd] = GA_SHAPE(SELF)[i];
+            strides[nd++] = GA_STRIDES(SELF)[i];
+        }
+    }
+    return pygpu_array_view(SELF, nd, shape, strides, SELF->data, NULL);
+}
+
+static PyObject *permuted(PyGPUArray *a, const int *perm)
+{
+    ptrdiff_t shape[PYGPU_MAXDIMS], strides[PYGPU_MAXDIMS];
+    for (int i = 0; i < a->nd; i++) {
+        shape[i] = GA_SHAPE(a)[perm[i]];
+        strides[i] = GA_STRIDES(a)[perm[i]];
+    }
+    return pygpu_array_view(a, a->nd, shape, strides, a->data, NULL);
+}
+
+static PyObject *array_transpose(PyObject *self, PyObject *args)
+{
+    int perm[PYGPU_MAXDIMS], seen[PYGPU_MAXDIMS] = {0}, nd = SELF->nd;
+    PyObject *axes = args;
+    if (PyTuple_GET_SIZE(args) == 1 && !PyIndex_Check(PyTuple_GET_ITEM(args, 0)))
+        axes = PyTuple_GET_ITEM(args, 0);
+    if (axes == Py_None || (PyTuple_Check(axes) && PyTuple_GET_SIZE(axes) == 0)) {
+        for (int i = 0; i < nd; i++)
+            perm[i] = nd - 1 - i;
+        return permuted(SELF, perm);
+    }
+    PyObject *seq = PySequence_Fast(axes, "transpose() axes must be ints");
+    if (!seq)
+        return NULL;
+    if (PySequence_Fast_GET_SIZE(seq) != nd) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError, "axes don't match array");
+        return NULL;
+    }
+    for (int i = 0; i < nd; i++) {
+        if (axis_arg(PySequence_Fast_GET_ITEM(seq, i), nd, &perm[i]) < 0) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+        if (seen[perm[i]]++) {
+            Py_DECREF(seq);
+            PyErr_SetString(PyExc_ValueError, "repeated axis in transpose");
+            return NULL;
+        }
+    }
+    Py_DECREF(seq);
+    return permuted(SELF, perm);
+}
+
+static PyObject *array_swapaxes(PyObject *self, PyObject *args)
+{
+    PyObject *o1, *o2;
+    int a1, a2, perm[PYGPU_MAXDIMS];
+    if (!PyArg_ParseTuple(args, "OO:swapaxes", &o1, &o2) || axis_arg(o1, SELF->nd, &a1) < 0 ||
+        axis_arg(o2, SELF->nd, &a2) < 0)
+        return NULL;
+    for (int i = 0; i < SELF->nd; i++)
+        perm[i] = i;
+    perm[a1] = a2;
+    perm[a2] = a1;
+    return permuted(SELF, perm);
+}
+
+PyMethodDef pygpu_array_methods[] = {
+    {"get", KW(array_get),
+     "get(ary=None, *, stream=None, pagelocked=False)\n--\n\n"
+     "The elements in a new NumPy array (C order; page-locked if asked), or in `ary`."},
+    {"get_async", KW(array_get_async),
+     "get_async(stream=None, ary=None)\n--\n\nAs get(), ordered on `stream`."},
+    {"set", KW(array_set),
+     "set(ary, stream=None)\n--\n\nCopy host data into the array, as a[...] = ary."},
+    {"set_async", KW(array_set_async),
+     "set_async(ary, stream=None)\n--\n\nAs set(), queued on `stream`."},
+    {"copy", KW(array_copy), "copy(order='C', *, stream=None)\n--\n\nA new array with the same elements."},
+    {"fill", KW(array_fill), "fill(value, stream=None)\n--\n\nSet every element to `value`; returns self."},
+    {"view", KW(array_view_method),
+     "view(dtype=None)\n--\n\nThe same memory seen as another dtype (or a plain view)."},
+    {"reshape", KW(array_reshape),
+     "reshape(*shape, order='C')\n--\n\nA view with another shape when one exists, else a copy."},
+    {"ravel", KW(array_ravel), "ravel(order='C')\n--\n\nA 1-d view when one exists, else a copy."},
+    {"flatten", KW(array_flatten), "flatten(order='C')\n--\n\nA 1-d copy."},
+    {"squeeze", KW(array_squeeze), "squeeze(axis=None)\n--\n\nA view without axes of length one."},
+    {"transpose", array_transpose, METH_VARARGS,
+     "transpose(*axes)\n--\n\nA view with the axes permuted (reversed by default)."},
+    {"swapaxes", array_swapaxes, METH_VARARGS, "swapaxes(axis1, axis2, /)\n--\n\nA view with two axes swapped."},
+    {"__array__", KW(array_dunder_array), "__array__(dtype=None, copy=None)\n--\n\nA host copy for NumPy."},
+    {0},
+};

@@ -1,0 +1,359 @@
+/*
+ * copy.c -- the copy planner: every copy of elements between two layouts of
+ * one shape, in any direction (host<->device, device<->device), goes here.
+ *
+ * The plan: simplify the pair of layouts (drop length-1 axes, order by the
+ * device side's strides, reverse axes the device side runs backwards, merge
+ * axes contiguous in both), then
+ *   1. one contiguous copy, or one 2-D copy, when the pair allows it;
+ *   2. a few 2-D copies of wide rows straight between the two layouts;
+ *   3. otherwise the device side moves as one block: for host->device the
+ *      host gathers into a dense buffer, which goes up in one copy and is
+ *      scattered on the device by 2-D copies; for device->host with narrow
+ *      rows, one copy of the bytes the view covers, then a host-side gather;
+ *   4. device->device layouts that would need many runtime calls go through
+ *      the host.
+ * Everything here runs with the GIL released and returns runtime statuses;
+ * pygpu_copy and pygpu_fill are the two doors from Python.
+ */
+#include "pygpu.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_DIRECT_CALLS 64     /* runtime calls worth issuing for one copy */
+#define WIDE_ROW 512            /* bytes per row for direct 2-D host copies */
+
+typedef struct {
+    pygpu_stream_t s;
+    const char *call;           /* the runtime call that failed */
+} ctx;
+
+static pygpu_status note(ctx *c, pygpu_status r, const char *call)
+{
+    if (r != 0 && !c->call)
+        c->call = call;
+    return r;
+}
+
+static enum pygpu_copy_kind kind_of(int dst_dev, int src_dev)
+{
+    if (dst_dev && src_dev)
+        return PYGPU_COPY_D2D;
+    if (dst_dev)
+        return PYGPU_COPY_H2D;
+    return src_dev ? PYGPU_COPY_D2H : PYGPU_COPY_DEFAULT;
+}
+
+/* ---- the engine: runtime copies straight between two layouts ------------- */
+
+typedef struct {
+    ptrdiff_t width;            /* bytes per row */
+    int hax;                    /* axis copied as the rows of a 2-D copy, or -1 */
+    int nloop;                  /* axes [0, nloop) are looped over */
+    ptrdiff_t calls;            /* runtime calls needed */
+} geometry;
+
+/* How the engine would copy simplified pair `p`. */
+static geometry geometry_of(const pygpu_pair *p, ptrdiff_t itemsize)
+{
+    geometry g = {itemsize, -1, 0, 1};
+    int inner = p->nd - 1, rows;
+    if (p->nd == 0)
+        return g;
+    if (p->strides[0][inner] == itemsize && p->strides[1][inner] == itemsize) {
+        g.width = p->shape[inner] * itemsize;
+        rows = inner - 1;
+    } else {
+        rows = inner;
+    }
+    if (rows >= 0 && p->strides[0][rows] >= g.width && p->strides[1][rows] >= g.width)
+        g.hax = rows;
+    g.nloop = g.hax >= 0 ? g.hax : rows + 1;
+    for (int i = 0; i < g.nloop; i++)
+        g.calls *= p->shape[i];
+    return g;
+}
+
+/* Issue the copies of `p` from src (layout 1) to dst (layout 0). */
+static pygpu_status engine(ctx *c, const pygpu_pair *p, const geometry *g, char *dst, const char *src,
+                           enum pygpu_copy_kind kind)
+{
+    ptrdiff_t idx[PYGPU_MAXDIMS] = {0};
+    size_t height = g->hax >= 0 ? (size_t)p->shape[g->hax] : 1;
+    for (;;) {
+        pygpu_status r;
+        if (height > 1)
+            r = note(c, pygpu_rt_memcpy2d_async(dst, (size_t)p->strides[0][g->hax], src,
+                                                (size_t)p->strides[1][g->hax], (size_t)g->width,
+                                                height, kind, c->s), "Memcpy2DAsync");
+        else
+            r = note(c, pygpu_rt_memcpy_async(dst, src, (size_t)g->width, kind, c->s), "MemcpyAsync");
+        if (r != 0)
+            return r;
+        int k = g->nloop - 1;
+        for (; k >= 0; k--) {
+            dst += p->strides[0][k];
+            src += p->strides[1][k];
+            if (++idx[k] < p->shape[k])
+                break;
+            dst -= p->shape[k] * p->strides[0][k];
+            src -= p->shape[k] * p->strides[1][k];
+            idx[k] = 0;
+        }
+        if (k < 0)
+            return 0;
+    }
+}
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static ptrdiff_t pair_size(const pygpu_pair *p)
+{
+    ptrdiff_t n = 1;
+    for (int i = 0; i < p->nd; i++)
+        n *= p->shape[i];
+    return n;
+}
+
+/* Dense (C order) strides for the axes of `p`. */
+static void dense_strides(const pygpu_pair *p, ptrdiff_t itemsize, ptrdiff_t *strides)
+{
+    ptrdiff_t s = itemsize;
+    for (int i = p->nd - 1; i >= 0; i--) {
+        strides[i] = s;
+        s *= p->shape[i];
+    }
+}
+
+/* Copy between device layout `which` of `p` (at `view`) and a dense device
+ * buffer (at `dense`), in the direction `to_dense`. */
+static pygpu_status device_pass(ctx *c, const pygpu_pair *p, int which, char *view, char *dense,
+                                ptrdiff_t itemsize, int to_dense)
+{
+    ptrdiff_t ds[PYGPU_MAXDIMS];
+    pygpu_pair q;
+    dense_strides(p, itemsize, ds);
+    if (to_dense)
+        pygpu_pair_init(&q, p->nd, p->shape, ds, p->strides[which]);
+    else
+        pygpu_pair_init(&q, p->nd, p->shape, p->strides[which], ds);
+    pygpu_pair_simplify(&q, to_dense ? 1 : 0);
+    if (q.nd < 0)
+        return 0;
+    geometry g = geometry_of(&q, itemsize);
+    return engine(c, &q, &g, (to_dense ? dense : view) + q.offset[0],
+                  (to_dense ? view : dense) + q.offset[1], PYGPU_COPY_D2D);
+}
+
+typedef struct {                /* temporary buffers of one plan */
+    void *host;
+    void *dev;
+    int dev_pooled;
+} temps;
+
+static pygpu_status temps_free(ctx *c, temps *t, pygpu_status r)
+{
+    free(t->host);
+    t->host = NULL;
+    if (t->dev) {
+        pygpu_status f = t->dev_pooled ? pygpu_rt_free_async(t->dev, c->s) : pygpu_rt_free(t->dev);
+        if (r == 0)
+            r = note(c, f, "FreeAsync");
+        t->dev = NULL;
+    }
+    return r;
+}
+
+static pygpu_status host_temp(ctx *c, temps *t, size_t n)
+{
+    t->host = malloc(n ? n : 1);
+    return t->host ? 0 : note(c, PYGPU_RT_OUT_OF_MEMORY, "malloc");
+}
+
+static pygpu_status dev_temp(ctx *c, temps *t, size_t n)
+{
+    return note(c, pygpu_rt_malloc_async(&t->dev, n, c->s, &t->dev_pooled), "MallocAsync");
+}
+
+/* ---- the directions ------------------------------------------------------- */
+
+/* Host layout 1 of `p` (at src) to device layout 0 (at dst). */
+static pygpu_status h2d(ctx *c, const pygpu_pair *p, const geometry *g, char *dst, const char *src,
+                        ptrdiff_t itemsize)
+{
+    temps t = {0};
+    ptrdiff_t ds[PYGPU_MAXDIMS];
+    size_t nbytes = (size_t)(pair_size(p) * itemsize);
+    int dev_dense = pygpu_pair_is_dense(p, 0, itemsize);
+    pygpu_status r;
+    if (!dev_dense && g->calls <= MAX_DIRECT_CALLS && g->width >= WIDE_ROW)
+        return engine(c, p, g, dst, src, PYGPU_COPY_H2D);
+    /* Gather on the host into a buffer dense in the device's order... */
+    if ((r = host_temp(c, &t, nbytes)) != 0)
+        return r;
+    dense_strides(p, itemsize, ds);
+    pygpu_host_strided_copy(t.host, ds, src, p->strides[1], p->nd, p->shape, itemsize);
+    if (dev_dense) {            /* ...which is the device layout: one copy */
+        r = note(c, pygpu_rt_memcpy_async(dst, t.host, nbytes, PYGPU_COPY_H2D, c->s), "MemcpyAsync");
+        return temps_free(c, &t, r);
+    }
+    /* ...else up into a dense device buffer, scattered on the device. */
+    if ((r = dev_temp(c, &t, nbytes)) == 0 &&
+        (r = note(c, pygpu_rt_memcpy_async(t.dev, t.host, nbytes, PYGPU_COPY_H2D, c->s),
+                  "MemcpyAsync")) == 0)
+        r = device_pass(c, p, 0, dst, t.dev, itemsize, 0);
+    return temps_free(c, &t, r);
+}
+
+/* Device layout 1 of `p` (at src) to host layout 0 (at dst). */
+static pygpu_status d2h(ctx *c, const pygpu_pair *p, const geometry *g, char *dst, const char *src,
+                        ptrdiff_t itemsize)
+{
+    temps t = {0};
+    ptrdiff_t ds[PYGPU_MAXDIMS], lo, hi;
+    size_t nbytes = (size_t)(pair_size(p) * itemsize);
+    pygpu_status r;
+    if (g->calls <= MAX_DIRECT_CALLS && g->width >= WIDE_ROW)
+        return engine(c, p, g, dst, src, PYGPU_COPY_D2H);
+    dense_strides(p, itemsize, ds);
+    if (pygpu_pair_is_dense(p, 1, itemsize)) {
+        /* The device side is one block: down in one copy, scatter on the host. */
+        if ((r = host_temp(c, &t, nbytes)) == 0 &&
+            (r = note(c, pygpu_rt_memcpy_async(t.host, src, nbytes, PYGPU_COPY_D2H, c->s),
+                      "MemcpyAsync")) == 0 &&
+            (r = note(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize")) == 0)
+            pygpu_host_strided_copy(dst, p->strides[0], t.host, ds, p->nd, p->shape, itemsize);
+        return temps_free(c, &t, r);
+    }
+    pygpu_shape_extent(p->nd, p->shape, p->strides[1], itemsize, &lo, &hi);
+    pygpu_pair q;
+    pygpu_pair_init(&q, p->nd, p->shape, ds, p->strides[1]);
+    pygpu_pair_simplify(&q, 1);
+    geometry gd = geometry_of(&q, itemsize);
+    if ((size_t)(hi - lo) <= 4 * nbytes + (1u << 20) || gd.calls > MAX_DIRECT_CALLS) {
+        /* Down goes the covering extent in one copy; the host gathers. */
+        if ((r = host_temp(c, &t, (size_t)(hi - lo))) == 0 &&
+            (r = note(c, pygpu_rt_memcpy_async(t.host, src + lo, (size_t)(hi - lo), PYGPU_COPY_D2H, c->s),
+                      "MemcpyAsync")) == 0 &&
+            (r = note(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize")) == 0)
+            pygpu_host_strided_copy(dst, p->strides[0], (char *)t.host - lo, p->strides[1], p->nd,
+                                    p->shape, itemsize);
+        return temps_free(c, &t, r);
+    }
+    /* A sparse view: gather on the device, down in one copy, scatter on the host. */
+    if ((r = dev_temp(c, &t, nbytes)) == 0 && (r = host_temp(c, &t, nbytes)) == 0 &&
+        (r = device_pass(c, p, 1, (char *)src, t.dev, itemsize, 1)) == 0 &&
+        (r = note(c, pygpu_rt_memcpy_async(t.host, t.dev, nbytes, PYGPU_COPY_D2H, c->s), "MemcpyAsync")) == 0 &&
+        (r = note(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize")) == 0)
+        pygpu_host_strided_copy(dst, p->strides[0], t.host, ds, p->nd, p->shape, itemsize);
+    return temps_free(c, &t, r);
+}
+
+static pygpu_status plan(ctx *c, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape,
+                         ptrdiff_t itemsize);
+
+/* Device to device through a dense host buffer: for layouts that would take
+ * too many runtime calls on the device (reversed or element-strided rows). */
+static pygpu_status d2d_via_host(ctx *c, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape,
+                                 ptrdiff_t itemsize)
+{
+    temps t = {0};
+    ptrdiff_t strides[PYGPU_MAXDIMS], size;
+    pygpu_status r;
+    pygpu_shape_size(nd, shape, &size);
+    pygpu_shape_strides(nd, shape, itemsize, 0, strides);
+    if ((r = host_temp(c, &t, (size_t)(size * itemsize))) != 0)
+        return r;
+    pygpu_side mid = {t.host, strides, 0};
+    if ((r = plan(c, mid, src, nd, shape, itemsize)) == 0 &&
+        (r = note(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize")) == 0)
+        r = plan(c, dst, mid, nd, shape, itemsize);
+    return temps_free(c, &t, r);
+}
+
+static pygpu_status plan(ctx *c, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape,
+                         ptrdiff_t itemsize)
+{
+    pygpu_pair p;
+    pygpu_pair_init(&p, nd, shape, dst.strides, src.strides);
+    pygpu_pair_simplify(&p, !dst.on_device && src.on_device ? 1 : 0);
+    if (p.nd < 0)
+        return 0;
+    char *d = dst.ptr + p.offset[0], *s = src.ptr + p.offset[1];
+    geometry g = geometry_of(&p, itemsize);
+    if (!dst.on_device && !src.on_device) {
+        pygpu_host_strided_copy(d, p.strides[0], s, p.strides[1], p.nd, p.shape, itemsize);
+        return 0;
+    }
+    if (g.calls == 1 || (dst.on_device && src.on_device && g.calls <= MAX_DIRECT_CALLS))
+        return engine(c, &p, &g, d, s, kind_of(dst.on_device, src.on_device));
+    if (dst.on_device && src.on_device)
+        return d2d_via_host(c, dst, src, nd, shape, itemsize);
+    return dst.on_device ? h2d(c, &p, &g, d, s, itemsize) : d2h(c, &p, &g, d, s, itemsize);
+}
+
+int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape,
+               ptrdiff_t itemsize, pygpu_stream_t s, int async)
+{
+    ctx c = {s, NULL};
+    pygpu_status r;
+    Py_BEGIN_ALLOW_THREADS
+    r = plan(&c, dst, src, nd, shape, itemsize);
+    if (r == 0 && !async)
+        r = note(&c, pygpu_rt_stream_synchronize(s), "StreamSynchronize");
+    Py_END_ALLOW_THREADS
+    return pygpu_check(st, r, c.call ? c.call : "MemcpyAsync");
+}
+
+/* ---- fill ------------------------------------------------------------------ */
+
+/* Fill `n` dense elements at `dst` with `value`: memset when every byte of
+ * the value is the same, else one element up and copies doubling the
+ * filled prefix (no kernels). */
+static pygpu_status fill_dense(ctx *c, char *dst, ptrdiff_t n, ptrdiff_t itemsize, const unsigned char *value)
+{
+    int uniform = 1;
+    for (ptrdiff_t i = 1; i < itemsize; i++)
+        uniform &= value[i] == value[0];
+    if (uniform)
+        return note(c, pygpu_rt_memset_async(dst, value[0], (size_t)(n * itemsize), c->s), "MemsetAsync");
+    pygpu_status r = note(c, pygpu_rt_memcpy_async(dst, value, (size_t)itemsize, PYGPU_COPY_H2D, c->s),
+                          "MemcpyAsync");
+    for (ptrdiff_t k = 1; r == 0 && k < n; k *= 2) {
+        ptrdiff_t m = k < n - k ? k : n - k;
+        r = note(c, pygpu_rt_memcpy_async(dst + k * itemsize, dst, (size_t)(m * itemsize),
+                                          PYGPU_COPY_D2D, c->s), "MemcpyAsync");
+    }
+    return r;
+}
+
+int pygpu_fill(pygpu_state *st, pygpu_side dst, int nd, const ptrdiff_t *shape, ptrdiff_t itemsize,
+               const void *value, pygpu_stream_t s)
+{
+    ctx c = {s, NULL};
+    temps t = {0};
+    pygpu_pair p;
+    ptrdiff_t ds[PYGPU_MAXDIMS];
+    pygpu_status r = 0;
+    pygpu_pair_init(&p, nd, shape, dst.strides, dst.strides);
+    pygpu_pair_simplify(&p, 0);
+    if (p.nd < 0)
+        return 0;
+    ptrdiff_t n = pair_size(&p);
+    Py_BEGIN_ALLOW_THREADS
+    if (pygpu_pair_is_dense(&p, 0, itemsize)) {
+        r = fill_dense(&c, dst.ptr + p.offset[0], n, itemsize, value);
+    } else if ((r = dev_temp(&c, &t, (size_t)(n * itemsize))) == 0 &&
+               (r = fill_dense(&c, t.dev, n, itemsize, value)) == 0) {
+        dense_strides(&p, itemsize, ds);
+        pygpu_side view = {dst.ptr + p.offset[0], p.strides[0], 1}, dense = {t.dev, ds, 1};
+        r = plan(&c, view, dense, p.nd, p.shape, itemsize);
+    }
+    r = temps_free(&c, &t, r);
+    /* The value lives on the caller's stack: wait until the copy of it is done. */
+    if (r == 0)
+        r = note(&c, pygpu_rt_stream_synchronize(s), "StreamSynchronize");
+    Py_END_ALLOW_THREADS
+    return pygpu_check(st, r, c.call ? c.call : "MemsetAsync");
+}
