@@ -16,6 +16,16 @@ def _order_of(a, order):
     return order
 
 
+def _cast_like_numpy(value, dtype):
+    """`value` as a 0-d array of `dtype`, converted as numpy.full converts it
+    (numpy.copyto with unsafe casting; dtype None: the value's own)."""
+    if dtype is None:
+        return np.asarray(value)
+    out = np.empty((), dtype)
+    np.copyto(out, value, casting="unsafe")
+    return out
+
+
 def install(ns):
     """Define the constructors in namespace `ns` (the pygpu module dict),
     on top of its GPUArray, empty and to_gpu."""
@@ -31,8 +41,8 @@ def install(ns):
 
     def full(shape, fill_value, dtype=None, order="C", *, stream=None):
         """A new GPUArray with every element `fill_value` (dtype as NumPy infers)."""
-        value = np.asarray(fill_value)     # cast as numpy.full casts: unsafely
-        return empty(shape, value.dtype if dtype is None else dtype, order, stream=stream).fill(value, stream)
+        value = _cast_like_numpy(fill_value, dtype)
+        return empty(shape, value.dtype, order, stream=stream).fill(value, stream)
 
     def arange(*args, dtype=None, stream=None):
         """As numpy.arange, computed on the host and uploaded."""
@@ -57,7 +67,8 @@ def install(ns):
 
     def full_like(a, fill_value, dtype=None, order="K", shape=None):
         """A new GPUArray shaped like `a`, every element `fill_value`."""
-        return _like(a, dtype, order, shape).fill(np.asarray(fill_value))
+        out = _like(a, dtype, order, shape)
+        return out.fill(_cast_like_numpy(fill_value, out.dtype))
 
     def _as_gpu(x):
         return x if isinstance(x, GPUArray) else to_gpu(np.asarray(x))

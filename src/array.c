@@ -295,9 +295,10 @@ static PyObject *array_new(PyTypeObject *tp, PyObject *args, PyObject *kwds)
     if (!st || !PyArg_ParseTupleAndKeywords(args, kwds, "O|OOOOOO$O:GPUArray", kwlist, &shape_obj, &dtype,
                                             &allocator, &base, &gpudata, &strides_obj, &order, &stream))
         return NULL;
-    if (PyArray_Check(shape_obj) || PyObject_CheckBuffer(shape_obj) ||
-        PyObject_HasAttrString(shape_obj, "__array_interface__") ||
-        PyObject_HasAttrString(shape_obj, "__array__")) {
+    if (PyArray_Check(shape_obj) ||
+        (!is_scalar_index(shape_obj) && !PyTuple_Check(shape_obj) && !PyList_Check(shape_obj) &&
+         (PyObject_CheckBuffer(shape_obj) || PyObject_HasAttrString(shape_obj, "__array_interface__") ||
+          PyObject_HasAttrString(shape_obj, "__array__")))) {
         /* GPUArray(host_data): a device copy. */
         PyArray_Descr *d = dtype == Py_None ? NULL : pygpu_descr_arg(dtype);
         if (dtype != Py_None && !d)

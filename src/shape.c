@@ -22,12 +22,12 @@ int pygpu_shape_size(int nd, const ptrdiff_t *shape, ptrdiff_t *size)
         else if (!overflow)
             n *= shape[i];
     }
+    if (overflow)               /* as NumPy: even when another axis is empty */
+        return PYGPU_SHAPE_OVERFLOW;
     if (zero) {
         *size = 0;
         return PYGPU_SHAPE_OK;
     }
-    if (overflow)
-        return PYGPU_SHAPE_OVERFLOW;
     *size = n;
     return PYGPU_SHAPE_OK;
 }

@@ -19,7 +19,8 @@ enum {
     PYGPU_SHAPE_TOO_MANY = -3,     /* more than PYGPU_MAXDIMS axes */
 };
 
-/* *size = product of the dims (1 for nd == 0). */
+/* *size = product of the dims (1 for nd == 0); overflow of the non-zero
+ * dims' product is an error even if another dim is 0, as in NumPy. */
 int pygpu_shape_size(int nd, const ptrdiff_t *shape, ptrdiff_t *size);
 
 /* Strides (bytes) of a contiguous array, C order or (fortran) F order;
