@@ -1,0 +1,82 @@
+"""GPUArray per-call costs against CuPy and PyTorch, same run (issue targets:
+view x[1:5, ::2] <= 0.2 x CuPy, empty(1000) <= 0.5 x CuPy, attribute reads
+shape / ptr <= 0.2 x CuPy)."""
+import numpy as np
+import pytest
+
+import pygpu
+from conftest import peer
+
+
+def _x_pygpu():
+    return pygpu.to_gpu(np.zeros((64, 64), np.float32))
+
+
+@pytest.mark.benchmark(group="view x[1:5, ::2]")
+def test_view_pygpu(benchmark):
+    x = _x_pygpu()
+    benchmark(x.__getitem__, (slice(1, 5), slice(None, None, 2)))
+
+
+@pytest.mark.benchmark(group="view x[1:5, ::2]")
+def test_view_cupy(benchmark):
+    cp = peer("cupy")
+    x = cp.zeros((64, 64), np.float32)
+    benchmark(x.__getitem__, (slice(1, 5), slice(None, None, 2)))
+
+
+@pytest.mark.benchmark(group="view x[1:5, ::2]")
+def test_view_torch(benchmark):
+    torch = peer("torch")
+    x = torch.zeros((64, 64), dtype=torch.float32, device="cuda")
+    benchmark(x.__getitem__, (slice(1, 5), slice(None, None, 2)))
+
+
+@pytest.mark.benchmark(group="empty(1000)")
+def test_empty_pygpu(benchmark):
+    benchmark(pygpu.empty, 1000)
+
+
+@pytest.mark.benchmark(group="empty(1000)")
+def test_empty_cupy(benchmark):
+    cp = peer("cupy")
+    benchmark(cp.empty, 1000)
+
+
+@pytest.mark.benchmark(group="empty(1000)")
+def test_empty_torch(benchmark):
+    torch = peer("torch")
+    benchmark(torch.empty, 1000, device="cuda")
+
+
+@pytest.mark.benchmark(group="attribute shape")
+def test_shape_pygpu(benchmark):
+    x = _x_pygpu()
+    benchmark(lambda: x.shape)
+
+
+@pytest.mark.benchmark(group="attribute shape")
+def test_shape_cupy(benchmark):
+    cp = peer("cupy")
+    x = cp.zeros((64, 64), np.float32)
+    benchmark(lambda: x.shape)
+
+
+@pytest.mark.benchmark(group="attribute ptr")
+def test_ptr_pygpu(benchmark):
+    x = _x_pygpu()
+    benchmark(lambda: x.ptr)
+
+
+@pytest.mark.benchmark(group="attribute ptr")
+def test_ptr_cupy(benchmark):
+    cp = peer("cupy")
+    x = cp.zeros((64, 64), np.float32)
+    benchmark(lambda: x.data.ptr)
+
+
+@pytest.mark.benchmark(group="attribute ptr")
+def test_ptr_torch(benchmark):
+    torch = peer("torch")
+    x = torch.zeros((64, 64), dtype=torch.float32, device="cuda")
+    benchmark(lambda: x.data_ptr())
