@@ -353,7 +353,7 @@ static PyObject *array_view_method(PyObject *self, PyObject *args, PyObject *kwd
             PyErr_SetString(PyExc_ValueError, "changing the dtype of a 0-d array needs the same itemsize");
             goto fail;
         }
-        if (strides[nd - 1] != old && shape[nd - 1] != 1) {
+        if (strides[nd - 1] != old && shape[nd - 1] > 1 && size_of(SELF) > 0) {
             PyErr_SetString(PyExc_ValueError, "to change to a dtype of a different size, the last axis must be "
                                               "contiguous");
             goto fail;
@@ -470,11 +470,14 @@ static PyObject *array_ravel(PyObject *self, PyObject *args, PyObject *kwds)
     static char *kwlist[] = {"order", NULL};
     PyObject *order = NULL;
     int fortran;
-    ptrdiff_t n = size_of(SELF);
+    ptrdiff_t n = size_of(SELF), stride = GA_ITEMSIZE(SELF);
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:ravel", kwlist, &order) ||
         (fortran = copy_order(SELF, order)) < 0)
         return NULL;
-    return reshape_to(SELF, 1, &n, fortran);
+    /* As NumPy: a view when the elements are contiguous in that order, else a copy. */
+    if (SELF->flags & (fortran ? PYGPU_F_CONTIGUOUS : PYGPU_C_CONTIGUOUS))
+        return pygpu_array_view(SELF, 1, &n, &stride, SELF->data, NULL);
+    return PyObject_CallMethod(self, "flatten", "s", fortran ? "F" : "C");
 }
 
 static PyObject *array_flatten(PyObject *self, PyObject *args, PyObject *kwds)
@@ -508,6 +511,13 @@ static PyObject *array_squeeze(PyObject *self, PyObject *args, PyObject *kwds)
     if (axis == Py_None) {
         for (int i = 0; i < SELF->nd; i++)
             drop[i] = GA_SHAPE(SELF)[i] == 1;
+    } else if (SELF->nd == 0 && PyIndex_Check(axis)) {
+        /* NumPy lets a 0-d array "squeeze" axis 0 or -1 */
+        Py_ssize_t v = PyNumber_AsSsize_t(axis, PyExc_IndexError);
+        if (v == -1 && PyErr_Occurred())
+            return NULL;
+        if (v != 0 && v != -1)
+            return axis_error(v, 0), NULL;
     } else {
         PyObject *seq = PyIndex_Check(axis) ? PyTuple_Pack(1, axis) : PySequence_Fast(axis, "axis must be ints");
         if (!seq)
@@ -515,6 +525,11 @@ static PyObject *array_squeeze(PyObject *self, PyObject *args, PyObject *kwds)
         for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
             if (axis_arg(PySequence_Fast_GET_ITEM(seq, i), SELF->nd, &k) < 0) {
                 Py_DECREF(seq);
+                return NULL;
+            }
+            if (drop[k]) {
+                Py_DECREF(seq);
+                PyErr_SetString(PyExc_ValueError, "duplicate value in 'axis'");
                 return NULL;
             }
             if (GA_SHAPE(SELF)[k] != 1) {
