@@ -5,8 +5,9 @@ Device control, streams and events, device memory and copies, on NVIDIA
 never launches device code of its own.
 
 The backend is chosen at import: ``PYGPU_BACKEND=cuda|hip|host`` forces one;
-otherwise the first built GPU backend that sees a device, else ``host`` with
-one warning line saying why.  ``pygpu.backend`` names the choice and
+otherwise the first built GPU backend whose device files are present (the
+driver is not initialised at import), else ``host`` with one warning line
+saying why.  ``pygpu.backend`` names the choice and
 ``pygpu.backends()`` lists what was built.
 """
 import importlib
@@ -31,6 +32,23 @@ def _load(name):
     return importlib.import_module(f"pygpu._{name}")
 
 
+def _device_nodes(name):
+    """Why `name` can have no device here, judged from the device files
+    alone (None if it may have one).  Asking the runtime would initialise
+    the driver, which costs 100-300 ms; that is left to the first call."""
+    if name == "cuda":
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        if visible is not None and visible.strip() in ("", "-1", "NoDevFiles"):
+            return "CUDA_VISIBLE_DEVICES hides every device"
+        nodes = ("/dev/nvidiactl", "/proc/driver/nvidia/gpus", "/dev/dxg")
+        return None if any(os.path.exists(n) for n in nodes) else "no NVIDIA device files"
+    for var in ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"):
+        visible = os.environ.get(var)
+        if visible is not None and visible.strip() in ("", "-1"):
+            return f"{var} hides every device"
+    return None if os.path.exists("/dev/kfd") else "no AMD device files (/dev/kfd)"
+
+
 def _choose():
     forced = os.environ.get("PYGPU_BACKEND", "").strip().lower()
     if forced:
@@ -44,16 +62,17 @@ def _choose():
                               f"or does not load ({e}); built: {', '.join(backends())}") from e
     why = []
     for name in _GPU_BACKENDS:
-        try:
-            module = _load(name)
-        except ImportError as e:
-            why.append(f"{name}: not built" if isinstance(e, ModuleNotFoundError)
-                       else f"{name}: does not load ({e})")
+        if importlib.util.find_spec(f"pygpu._{name}") is None:
+            why.append(f"{name}: not built")
             continue
-        count, status = module._probe()
-        if count > 0:
-            return module
-        why.append(f"{name}: {status}")
+        absent = _device_nodes(name)
+        if absent:
+            why.append(f"{name}: {absent}")
+            continue
+        try:
+            return _load(name)
+        except ImportError as e:
+            why.append(f"{name}: does not load ({e})")
     # One line, without a source line under it: no file to quote.
     warnings.warn_explicit("no GPU found (" + "; ".join(why) + "); using the host backend",
                            BackendWarning, "pygpu", 0)

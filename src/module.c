@@ -122,18 +122,6 @@ static PyObject *mod_driver_version(PyObject *m, PyObject *unused)
     return PyLong_FromLong(v);
 }
 
-/* _probe() -> (device count, status name): never raises for runtime errors;
- * the package uses it to choose a backend at import. */
-static PyObject *mod_probe(PyObject *m, PyObject *unused)
-{
-    (void)m;
-    (void)unused;
-    int n = 0;
-    pygpu_status s = pygpu_rt_device_count(&n);
-    (void)pygpu_rt_get_last_error();
-    return Py_BuildValue("(is)", s ? 0 : n, pygpu_rt_error_name(s));
-}
-
 static PyMethodDef module_methods[] = {
     {"device_count", mod_device_count, METH_NOARGS,
      "device_count()\n--\n\nThe number of devices; GPUError if the runtime has none."},
@@ -151,8 +139,6 @@ static PyMethodDef module_methods[] = {
      "runtime_version()\n--\n\nThe runtime's version as the vendor encodes it (0 on host)."},
     {"driver_version", mod_driver_version, METH_NOARGS,
      "driver_version()\n--\n\nThe driver's version as the vendor encodes it (0 on host)."},
-    {"_probe", mod_probe, METH_NOARGS,
-     "_probe()\n--\n\n(device count, status name), without raising."},
     {0},
 };
 

@@ -157,3 +157,32 @@ def test_forced_gpu_backend(run_python, name):
         assert err["name"] in err["str"], err
         assert isinstance(err["code"], int) and err["code"] != 0, err
         assert str(err["code"]) in err["str"], err
+
+
+def test_hidden_devices_fall_back_to_host(run_python):
+    """With every device hidden, the choice is host and the warning says why,
+    without initialising any driver."""
+    r = run_python("""
+        import warnings
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            import pygpu
+        assert pygpu.backend == "host", pygpu.backend
+        msgs = [str(x.message) for x in w if issubclass(x.category, pygpu.BackendWarning)]
+        assert len(msgs) == 1, msgs
+        print(msgs[0])
+        """, env={"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": ""})
+    line = r.stdout.strip()
+    for name in pygpu.backends():
+        if name != "host":
+            assert f"{name}: " in line, line
+    if "cuda" in pygpu.backends():
+        assert "CUDA_VISIBLE_DEVICES hides every device" in line
+
+
+@pytest.mark.gpu_only
+def test_unforced_import_takes_the_gpu(run_python):
+    """On a GPU machine the default choice is the GPU backend."""
+    r = run_python("import pygpu; print(pygpu.backend, pygpu.device_count())")
+    name, count = r.stdout.split()
+    assert name == pygpu.backend and int(count) >= 1
