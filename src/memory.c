@@ -39,25 +39,95 @@ int pygpu_size_arg(PyObject *obj, const char *what, size_t *out)
 
 /* ---- DeviceAllocation ---------------------------------------------------- */
 
+/* Free `ptr` (pooled or not) on device `dev`, ordered on `stream`. */
+static pygpu_status free_on(void *ptr, int dev, int pooled, pygpu_stream_t stream)
+{
+    int prev = -1;
+    if (pygpu_rt_get_device(&prev) == 0 && prev != dev)
+        pygpu_rt_set_device(dev);
+    else
+        prev = -1;
+    pygpu_status s = pooled ? pygpu_rt_free_async(ptr, stream) : pygpu_rt_free(ptr);
+    if (prev >= 0)
+        pygpu_rt_set_device(prev);
+    return s;
+}
+
+/* Take a cached block of `size` bytes on `dev`; 1 if found. */
+static int cache_take(pygpu_block_cache *c, int dev, size_t size, void **ptr)
+{
+    for (int i = c->n - 1; i >= 0; i--) {
+        if (c->block[i].size == size && c->block[i].device == dev) {
+            *ptr = c->block[i].ptr;
+            c->block[i] = c->block[--c->n];
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Keep a freed block; 0 if the cache is full. */
+static int cache_put(pygpu_block_cache *c, void *ptr, size_t size, int dev)
+{
+    if (c->n == PYGPU_CACHE_SLOTS)
+        return 0;
+    c->block[c->n].ptr = ptr;
+    c->block[c->n].size = size;
+    c->block[c->n++].device = dev;
+    return 1;
+}
+
+void pygpu_cache_flush(pygpu_state *st)
+{
+    pygpu_block_cache *c = &st->cache;
+    while (c->n > 0) {
+        c->n--;
+        if (free_on(c->block[c->n].ptr, c->block[c->n].device, 1, PYGPU_STREAM_NULL) != 0)
+            (void)pygpu_rt_get_last_error();
+    }
+}
+
 /* Give the allocation back; the raw status (no Python error set). */
 static pygpu_status release(PyGPUMemory *m)
 {
     pygpu_status s = 0;
-    int prev = -1;
     if (m->freed || !m->ptr) {
         m->freed = 1;
         return 0;
     }
-    if (pygpu_rt_get_device(&prev) == 0 && prev != m->device)
-        pygpu_rt_set_device(m->device);
-    else
-        prev = -1;
-    s = m->pooled ? pygpu_rt_free_async(m->ptr, m->stream) : pygpu_rt_free(m->ptr);
-    if (prev >= 0)
-        pygpu_rt_set_device(prev);
+    pygpu_state *st = m->cacheable ? pygpu_state_of((PyObject *)m) : NULL;
+    if (!st || !cache_put(&st->cache, m->ptr, m->capacity, m->device)) {
+        PyErr_Clear();
+        s = free_on(m->ptr, m->device, m->pooled, m->stream);
+    }
     m->ptr = NULL;
     m->freed = 1;
     Py_CLEAR(m->stream_ref);
+    return s;
+}
+
+/* Allocate m->capacity bytes for `m` on stream `h`: from the cache, the
+ * pool (emptying the cache and trying again when out of memory) or plain. */
+static pygpu_status allocate(pygpu_state *st, PyGPUMemory *m, pygpu_stream_t h)
+{
+    pygpu_status s;
+    if (!st->use_pool) {
+        Py_BEGIN_ALLOW_THREADS
+        s = pygpu_rt_malloc(&m->ptr, m->capacity);
+        Py_END_ALLOW_THREADS
+        return s;
+    }
+    if (m->cacheable && cache_take(&st->cache, m->device, m->capacity, &m->ptr)) {
+        m->pooled = 1;
+        return 0;
+    }
+    s = pygpu_rt_malloc_async(&m->ptr, m->capacity, h, &m->pooled);
+    if (pygpu_rt_is_out_of_memory(s) && st->cache.n > 0) {
+        (void)pygpu_rt_get_last_error();
+        pygpu_cache_flush(st);
+        s = pygpu_rt_malloc_async(&m->ptr, m->capacity, h, &m->pooled);
+    }
+    m->cacheable &= m->pooled;
     return s;
 }
 
@@ -79,20 +149,18 @@ PyObject *pygpu_memory_new(pygpu_state *st, size_t nbytes, PyObject *stream)
     m = (PyGPUMemory *)st->Memory->tp_alloc(st->Memory, 0);
     if (!m)
         goto done;
-    m->size = nbytes;
+    m->size = m->capacity = nbytes;
     m->device = dev;
     /* The per-thread default stream is another stream in each thread: give
      * such memory back on the legacy stream, which waits for it. */
     m->stream = h == PYGPU_STREAM_PER_THREAD ? PYGPU_STREAM_NULL : h;
     if (PyObject_TypeCheck(stream, st->Stream) && ((PyGPUStream *)stream)->owned)
         m->stream_ref = Py_NewRef(stream);
-    if (st->use_pool) {
-        s = pygpu_rt_malloc_async(&m->ptr, nbytes, h, &m->pooled);
-    } else {
-        Py_BEGIN_ALLOW_THREADS
-        s = pygpu_rt_malloc(&m->ptr, nbytes);
-        Py_END_ALLOW_THREADS
-    }
+    m->cacheable = st->use_cache && st->use_pool && h == PYGPU_STREAM_NULL && nbytes > 0 &&
+                   nbytes <= PYGPU_CACHE_MAX_BLOCK;
+    if (m->cacheable)       /* sizes rounded up, so that near sizes share blocks */
+        m->capacity = (nbytes + 511) & ~(size_t)511;
+    s = allocate(st, m, h);
     if (s != 0) {
         m->ptr = NULL;
         m->freed = 1;
@@ -217,7 +285,10 @@ static PyObject *set_memory_pool(PyObject *mod, PyObject *arg)
     int on = PyObject_IsTrue(arg);
     if (on < 0)
         return NULL;
-    ((pygpu_state *)PyModule_GetState(mod))->use_pool = on;
+    pygpu_state *st = PyModule_GetState(mod);
+    if (!on)
+        pygpu_cache_flush(st);
+    st->use_pool = on;
     Py_RETURN_NONE;
 }
 
@@ -242,6 +313,7 @@ static PyObject *trim_memory_pool(PyObject *mod, PyObject *args, PyObject *kwds)
             return NULL;
         dev = (int)d;
     }
+    pygpu_cache_flush(st);
     if (pygpu_check(st, pygpu_rt_mempool_trim(dev, keep), "MemPoolTrimTo") < 0)
         return NULL;
     Py_RETURN_NONE;

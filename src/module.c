@@ -8,6 +8,8 @@
 #define PYGPU_IMPORT_ARRAY   /* this file imports NumPy's C API for the others */
 #include "pygpu.h"
 
+#include <stdlib.h>
+
 #ifndef PYGPU_MODULE_NAME
 #  error "PYGPU_MODULE_NAME must name the module (_cuda, _hip or _host)"
 #endif
@@ -153,6 +155,10 @@ static int module_exec(PyObject *m)
 {
     pygpu_state *st = state(m);
     st->use_pool = 1;
+    st->use_cache = !pygpu_rt_alloc_is_cheap();
+    const char *cache_env = getenv("PYGPU_BLOCK_CACHE");     /* 0/1: override, for tests */
+    if (cache_env && *cache_env)
+        st->use_cache = atoi(cache_env) != 0;
     if (_import_array() < 0)
         return -1;
     st->stream_var = PyContextVar_New("pygpu.current_stream", NULL);
@@ -193,6 +199,7 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg)
 static int module_clear(PyObject *m)
 {
     pygpu_state *st = state(m);
+    pygpu_cache_flush(st);
     Py_CLEAR(st->devices);
     Py_CLEAR(st->null_stream);
     Py_CLEAR(st->per_thread_stream);

@@ -21,6 +21,17 @@
 #include "backend/rt.h"
 #include "shape.h"
 
+/* Small blocks freed on the legacy default stream, kept for the next
+ * allocation of the same size on that stream (stream order makes the reuse
+ * safe, as in the runtime's own pool, which costs a microsecond or two a
+ * call: this makes empty(1000) cheap).  Bounded; trim_memory_pool() empties it. */
+#define PYGPU_CACHE_SLOTS 16
+#define PYGPU_CACHE_MAX_BLOCK ((size_t)64 << 10)
+typedef struct {
+    int n;
+    struct { void *ptr; size_t size; int device; } block[PYGPU_CACHE_SLOTS];
+} pygpu_block_cache;
+
 /* Per-module state: one per imported backend module (PEP 489). */
 typedef struct {
     PyTypeObject *Device, *Stream, *Event, *Memory, *HostMemory, *ErrorObj;
@@ -33,6 +44,8 @@ typedef struct {
     PyObject *null_stream;      /* Stream.null: the legacy default stream */
     PyObject *per_thread_stream;
     int use_pool;               /* allocate from the stream-ordered pool */
+    int use_cache;              /* keep a pygpu_block_cache in front of it */
+    pygpu_block_cache cache;
 } pygpu_state;
 
 extern PyModuleDef pygpu_module_def;
@@ -70,7 +83,9 @@ typedef struct {                /* DeviceAllocation: owner of one device allocat
     size_t size;
     int device;
     int pooled;                 /* from the stream-ordered pool: free on `stream` */
+    int cacheable;              /* may go back to the module's block cache */
     int freed;
+    size_t capacity;            /* bytes really allocated (>= size) */
     pygpu_stream_t stream;      /* the stream the allocation is ordered on */
     PyObject *stream_ref;       /* the Stream object owning it, or NULL */
     PyObject *weakreflist;
@@ -173,6 +188,8 @@ int pygpu_address_arg(pygpu_state *st, PyObject *obj, void **ptr, size_t *size);
 /* A byte count argument: a non-negative int; 0, or -1 with an exception. */
 int pygpu_size_arg(PyObject *obj, const char *what, size_t *out);
 int pygpu_memory_init(PyObject *m, pygpu_state *st);
+/* Give every block of the module's cache back to the pool. */
+void pygpu_cache_flush(pygpu_state *st);
 extern PyMethodDef pygpu_memcpy_methods[];
 
 int pygpu_pinned_init(PyObject *m, pygpu_state *st);

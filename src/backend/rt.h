@@ -80,6 +80,9 @@ pygpu_status pygpu_rt_malloc_async(void **p, size_t n, pygpu_stream_t s, int *po
 pygpu_status pygpu_rt_free(void *p);
 pygpu_status pygpu_rt_free_async(void *p, pygpu_stream_t s);
 pygpu_status pygpu_rt_mempool_trim(int dev, size_t keep_bytes);
+/* 1 if allocating costs next to nothing (the host backend), so that the
+ * upper layers keep no cache of freed blocks in front of it. */
+int pygpu_rt_alloc_is_cheap(void);
 
 /* Page-locked host memory. */
 pygpu_status pygpu_rt_host_alloc(void **p, size_t n);

@@ -157,6 +157,8 @@ pygpu_status pygpu_rt_malloc_async(void **p, size_t n, pygpu_stream_t s, int *po
     return RT(Malloc)(p, n);
 }
 
+int pygpu_rt_alloc_is_cheap(void) { return 0; }
+
 pygpu_status pygpu_rt_mempool_trim(int dev, size_t keep_bytes)
 {
     rt_mempool pool;
