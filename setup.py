@@ -20,6 +20,7 @@ import sys
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 COMMON = sorted(glob.glob("src/*.c"))
@@ -144,7 +145,19 @@ class BuildExt(build_ext):
             build_temp=tmp, target_lang="c")
 
 
+class BuildPy(build_py):
+    """Also ships the public C headers (include/pygpu/*.h) inside the
+    package, where pygpu.get_include() finds them after an install."""
+
+    def run(self):
+        super().run()
+        dest = os.path.join(self.build_lib, "pygpu", "include", "pygpu")
+        self.mkpath(dest)
+        for header in glob.glob("include/pygpu/*.h"):
+            self.copy_file(header, dest)
+
+
 setup(
     ext_modules=extensions(),
-    cmdclass={"build_ext": BuildExt},
+    cmdclass={"build_ext": BuildExt, "build_py": BuildPy},
 )

@@ -28,6 +28,16 @@ def backends():
     return tuple(b for b in _ALL_BACKENDS if importlib.util.find_spec(f"pygpu._{b}") is not None)
 
 
+def get_include():
+    """The folder to add to a C extension's include path for
+    ``#include <pygpu/pygpu_api.h>`` (PyGPU's C API)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for d in (os.path.join(here, "include"), os.path.join(os.path.dirname(here), "include")):
+        if os.path.exists(os.path.join(d, "pygpu", "pygpu_api.h")):
+            return d
+    raise FileNotFoundError("PyGPU's C headers are not installed beside the package")
+
+
 def _load(name):
     return importlib.import_module(f"pygpu._{name}")
 
@@ -81,6 +91,7 @@ def _choose():
 
 backend_module = _choose()
 backend = backend_module.backend
+_C_API = backend_module._C_API  # the C API capsule, see include/pygpu/pygpu_api.h
 
 _exported = [n for n in vars(backend_module) if not n.startswith("_")
              and n not in ("backend", "GPUError", "GPUMemoryError")]
@@ -90,6 +101,6 @@ from . import _creation  # noqa: E402  (needs the backend's names in place)
 
 _exported += _creation.install(globals())
 
-__all__ = sorted(_exported + ["backend", "backend_module", "backends", "BackendWarning",
+__all__ = sorted(_exported + ["backend", "backend_module", "backends", "get_include", "BackendWarning",
                               "GPUError", "GPUMemoryError", "__version__"])
 del _exported

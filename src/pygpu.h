@@ -254,6 +254,7 @@ extern PyMappingMethods pygpu_array_as_mapping;
 extern PyGetSetDef pygpu_array_getset[];
 extern PyMethodDef pygpu_array_methods[];
 int pygpu_flags_init(PyObject *m, pygpu_state *st);
+int pygpu_capi_init(PyObject *m, pygpu_state *st);
 PyObject *pygpu_array_subscript(PyObject *self, PyObject *key);
 int pygpu_array_ass_subscript(PyObject *self, PyObject *key, PyObject *value);
 Py_ssize_t pygpu_array_length(PyObject *self);
