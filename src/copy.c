@@ -308,15 +308,21 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
 
 /* ---- fill ------------------------------------------------------------------ */
 
+/* 1 if every byte of the element `value` is the same (a memset fills it). */
+static int is_uniform(const unsigned char *value, ptrdiff_t itemsize)
+{
+    for (ptrdiff_t i = 1; i < itemsize; i++)
+        if (value[i] != value[0])
+            return 0;
+    return 1;
+}
+
 /* Fill `n` dense elements at `dst` with `value`: memset when every byte of
  * the value is the same, else one element up and copies doubling the
  * filled prefix (no kernels). */
 static pygpu_status fill_dense(ctx *c, char *dst, ptrdiff_t n, ptrdiff_t itemsize, const unsigned char *value)
 {
-    int uniform = 1;
-    for (ptrdiff_t i = 1; i < itemsize; i++)
-        uniform &= value[i] == value[0];
-    if (uniform)
+    if (is_uniform(value, itemsize))
         return note(c, pygpu_rt_memset_async(dst, value[0], (size_t)(n * itemsize), c->s), "MemsetAsync");
     pygpu_status r = note(c, pygpu_rt_memcpy_async(dst, value, (size_t)itemsize, PYGPU_COPY_H2D, c->s),
                           "MemcpyAsync");
@@ -351,8 +357,9 @@ int pygpu_fill(pygpu_state *st, pygpu_side dst, int nd, const ptrdiff_t *shape, 
         r = plan(&c, view, dense, p.nd, p.shape, itemsize);
     }
     r = temps_free(&c, &t, r);
-    /* The value lives on the caller's stack: wait until the copy of it is done. */
-    if (r == 0)
+    /* A value that is not one repeated byte was copied up from the caller's
+     * memory: wait for that copy.  A memset needs nothing from the host. */
+    if (r == 0 && !is_uniform(value, itemsize))
         r = note(&c, pygpu_rt_stream_synchronize(s), "StreamSynchronize");
     Py_END_ALLOW_THREADS
     return pygpu_check(st, r, c.call ? c.call : "MemsetAsync");

@@ -95,11 +95,10 @@ static pygpu_status release(PyGPUMemory *m)
         m->freed = 1;
         return 0;
     }
+    /* (a DeviceAllocation's type is always this module's: no error to clear) */
     pygpu_state *st = m->cacheable ? pygpu_state_of((PyObject *)m) : NULL;
-    if (!st || !cache_put(&st->cache, m->ptr, m->capacity, m->device)) {
-        PyErr_Clear();
+    if (!st || !cache_put(&st->cache, m->ptr, m->capacity, m->device))
         s = free_on(m->ptr, m->device, m->pooled, m->stream);
-    }
     m->ptr = NULL;
     m->freed = 1;
     Py_CLEAR(m->stream_ref);
