@@ -17,11 +17,12 @@ def _order_of(a, order):
 
 
 def _cast_like_numpy(value, dtype):
-    """`value` as a 0-d array of `dtype`, converted as numpy.full converts it
+    """`value` as an array of `dtype`, converted as numpy.full converts it
     (numpy.copyto with unsafe casting; dtype None: the value's own)."""
+    natural = np.asarray(value)
     if dtype is None:
-        return np.asarray(value)
-    out = np.empty((), dtype)
+        return natural
+    out = np.empty(natural.shape, dtype)
     np.copyto(out, value, casting="unsafe")
     return out
 
@@ -39,14 +40,20 @@ def install(ns):
         """A new GPUArray of ones."""
         return empty(shape, dtype, order, stream=stream).fill(1, stream)
 
+    def _filled(out, value, stream=None):
+        if value.ndim == 0:
+            return out.fill(value, stream)
+        out.set(value, stream)          # an array value broadcasts, as in numpy.full
+        return out
+
     def full(shape, fill_value, dtype=None, order="C", *, stream=None):
         """A new GPUArray with every element `fill_value` (dtype as NumPy infers)."""
         value = _cast_like_numpy(fill_value, dtype)
-        return empty(shape, value.dtype, order, stream=stream).fill(value, stream)
+        return _filled(empty(shape, value.dtype, order, stream=stream), value, stream)
 
-    def arange(*args, dtype=None, stream=None):
+    def arange(start, stop=None, step=None, dtype=None, *, stream=None):
         """As numpy.arange, computed on the host and uploaded."""
-        return to_gpu(np.arange(*args, dtype=dtype), stream)
+        return to_gpu(np.arange(start, stop, step, dtype=dtype), stream)
 
     def _like(a, dtype, order, shape):
         dtype = a.dtype if dtype is None else dtype
@@ -68,7 +75,7 @@ def install(ns):
     def full_like(a, fill_value, dtype=None, order="K", shape=None):
         """A new GPUArray shaped like `a`, every element `fill_value`."""
         out = _like(a, dtype, order, shape)
-        return out.fill(_cast_like_numpy(fill_value, out.dtype))
+        return _filled(out, _cast_like_numpy(fill_value, out.dtype))
 
     def _as_gpu(x):
         return x if isinstance(x, GPUArray) else to_gpu(np.asarray(x))

@@ -45,6 +45,19 @@ PyObject *pygpu_array_wrap(pygpu_state *st, PyTypeObject *tp, PyArray_Descr *des
     else
         pygpu_shape_strides(nd, shape, itemsize, 0, GA_STRIDES(a));
     a->flags = layout_flags(nd, GA_SHAPE(a), GA_STRIDES(a), itemsize) | (writeable ? PYGPU_WRITEABLE : 0);
+    a->shape_tuple = PyTuple_New(nd);
+    for (int i = 0; a->shape_tuple && i < nd; i++) {
+        PyObject *n = PyLong_FromSsize_t(shape[i]);
+        if (!n)
+            Py_CLEAR(a->shape_tuple);
+        else
+            PyTuple_SET_ITEM(a->shape_tuple, i, n);
+    }
+    a->ptr_int = a->shape_tuple ? PyLong_FromVoidPtr(data) : NULL;
+    if (!a->ptr_int) {
+        Py_DECREF(a);
+        return NULL;
+    }
     return (PyObject *)a;
 }
 
@@ -358,6 +371,7 @@ static int array_clear(PyObject *self)
     Py_CLEAR(a->mem);
     Py_CLEAR(a->base);
     Py_CLEAR(a->shape_tuple);
+    Py_CLEAR(a->ptr_int);
     return 0;
 }
 
@@ -376,8 +390,13 @@ static void array_dealloc(PyObject *self)
 
 static PyObject *array_repr(PyObject *self);
 static PyObject *array_str(PyObject *self);
+static int array_bool(PyObject *self);
+static PyObject *array_iter(PyObject *self);
 
 static PyMemberDef array_members[] = {
+    {"shape", T_OBJECT_EX, offsetof(PyGPUArray, shape_tuple), READONLY, "The length of each axis."},
+    {"ptr", T_OBJECT_EX, offsetof(PyGPUArray, ptr_int), READONLY,
+     "Device address of element [0, ..., 0], an int."},
     {"__weaklistoffset__", T_PYSSIZET, offsetof(PyGPUArray, weakreflist), READONLY, NULL},
     {0},
 };
@@ -398,6 +417,8 @@ static PyType_Slot array_slots[] = {
     {Py_mp_length, pygpu_array_length},
     {Py_sq_length, pygpu_array_length},
     {Py_sq_item, pygpu_array_item},
+    {Py_nb_bool, array_bool},
+    {Py_tp_iter, array_iter},
     {Py_tp_members, array_members},
     {Py_tp_getset, pygpu_array_getset},
     {Py_tp_methods, pygpu_array_methods},
@@ -464,6 +485,37 @@ static PyObject *array_str(PyObject *self)
     PyObject *r = PyObject_Str(h);
     Py_DECREF(h);
     return r;
+}
+
+/* bool(a): as NumPy, the truth of the one element; ambiguous otherwise. */
+static int array_bool(PyObject *self)
+{
+    PyGPUArray *a = (PyGPUArray *)self;
+    ptrdiff_t n = 1;
+    for (int i = 0; i < a->nd; i++)
+        n *= GA_SHAPE(a)[i];
+    if (n != 1) {
+        PyErr_SetString(PyExc_ValueError, n ? "The truth value of an array with more than one element is "
+                                              "ambiguous. Use a.any() or a.all() on a host copy"
+                                            : "The truth value of an empty array is ambiguous");
+        return -1;
+    }
+    PyObject *h = host_copy(self);
+    if (!h)
+        return -1;
+    int r = PyObject_IsTrue(h);
+    Py_DECREF(h);
+    return r;
+}
+
+/* iter(a): the views a[0], a[1], ...; a 0-d array is not iterable. */
+static PyObject *array_iter(PyObject *self)
+{
+    if (((PyGPUArray *)self)->nd == 0) {
+        PyErr_SetString(PyExc_TypeError, "iteration over a 0-d array");
+        return NULL;
+    }
+    return PySeqIter_New(self);
 }
 
 /* ---- module functions ------------------------------------------------------ */

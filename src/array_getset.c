@@ -33,14 +33,6 @@ static ptrdiff_t size_of(PyGPUArray *a)
     return n;
 }
 
-static PyObject *get_shape(PyObject *self, void *c)
-{
-    (void)c;
-    if (!SELF->shape_tuple && !(SELF->shape_tuple = tuple_of(GA_SHAPE(SELF), SELF->nd)))
-        return NULL;
-    return Py_NewRef(SELF->shape_tuple);
-}
-
 static PyObject *get_strides(PyObject *self, void *c)
 {
     (void)c;
@@ -75,12 +67,6 @@ static PyObject *get_nbytes(PyObject *self, void *c)
 {
     (void)c;
     return PyLong_FromSsize_t(size_of(SELF) * GA_ITEMSIZE(SELF));
-}
-
-static PyObject *get_ptr(PyObject *self, void *c)
-{
-    (void)c;
-    return PyLong_FromVoidPtr(SELF->data);
 }
 
 static PyObject *get_gpudata(PyObject *self, void *c)
@@ -127,7 +113,6 @@ static PyObject *get_flags(PyObject *self, void *c)
 }
 
 PyGetSetDef pygpu_array_getset[] = {
-    {"shape", get_shape, NULL, "The length of each axis.", NULL},
     {"strides", get_strides, NULL, "Bytes between neighbours along each axis.", NULL},
     {"dtype", get_dtype, NULL, "The element type (a numpy.dtype).", NULL},
     {"ndim", get_ndim, NULL, "Number of axes.", NULL},
@@ -135,7 +120,6 @@ PyGetSetDef pygpu_array_getset[] = {
     {"mem_size", get_size, NULL, "Number of elements (PyCUDA's name).", NULL},
     {"itemsize", get_itemsize, NULL, "Bytes per element.", NULL},
     {"nbytes", get_nbytes, NULL, "Bytes of the elements (size * itemsize).", NULL},
-    {"ptr", get_ptr, NULL, "Device address of element [0, ..., 0], an int.", NULL},
     {"gpudata", get_gpudata, NULL,
      "The DeviceAllocation when the array starts at it, else the address (int-convertible).", NULL},
     {"base", get_base, NULL, "The array (or owner) this array views, or None.", NULL},

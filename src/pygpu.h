@@ -122,7 +122,8 @@ typedef struct {
     PyArray_Descr *descr;       /* strong */
     PyObject *mem;              /* memory owner, strong; may be Py_None */
     PyObject *base;             /* the array (or object) this views, or NULL */
-    PyObject *shape_tuple;      /* cached `shape`, made on first read */
+    PyObject *shape_tuple;      /* `shape` and `ptr`, made once: plain slot */
+    PyObject *ptr_int;          /* reads are the cheapest attribute reads */
     PyObject *weakreflist;
     ptrdiff_t dims[1];
 } PyGPUArray;
