@@ -117,73 +117,54 @@ static int is_scalar_index(PyObject *obj)
     return PyIndex_Check(obj) && !(PyArray_Check(obj) && PyArray_NDIM((PyArrayObject *)obj) > 0);
 }
 
-int pygpu_shape_arg(PyObject *obj, int *nd, ptrdiff_t *shape)
+int pygpu_dims_arg(PyObject *obj, int *nd, ptrdiff_t *out, ptrdiff_t min)
 {
-    if (is_scalar_index(obj)) {
-        Py_ssize_t v = PyNumber_AsSsize_t(obj, PyExc_ValueError);
-        if (v == -1 && PyErr_Occurred())
-            return -1;
-        if (v < 0) {
-            PyErr_SetString(PyExc_ValueError, "negative dimensions are not allowed");
-            return -1;
-        }
-        *nd = 1;
-        shape[0] = v;
-        return 0;
-    }
-    PyObject *seq = PySequence_Fast(obj, "shape must be an int or a sequence of ints");
+    PyObject *seq = is_scalar_index(obj) ? PyTuple_Pack(1, obj)
+                                         : PySequence_Fast(obj, "shape must be an int or a sequence of ints");
     if (!seq)
         return -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     if (n > PYGPU_MAXDIMS) {
-        Py_DECREF(seq);
         PyErr_Format(PyExc_ValueError, "too many dimensions: %zd (at most %d)", n, PYGPU_MAXDIMS);
-        return -1;
+        goto fail;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
-        if (!PyIndex_Check(item)) {
+        if (!is_scalar_index(item)) {
             PyErr_Format(PyExc_TypeError, "shape entries must be ints, not %.100s", Py_TYPE(item)->tp_name);
-            Py_DECREF(seq);
-            return -1;
+            goto fail;
         }
-        Py_ssize_t v = PyNumber_AsSsize_t(item, PyExc_ValueError);
-        if (v == -1 && PyErr_Occurred()) {
-            Py_DECREF(seq);
-            return -1;
-        }
-        if (v < 0) {
-            Py_DECREF(seq);
+        out[i] = PyNumber_AsSsize_t(item, PyExc_ValueError);
+        if (out[i] == -1 && PyErr_Occurred())
+            goto fail;
+        if (out[i] < min) {
             PyErr_SetString(PyExc_ValueError, "negative dimensions are not allowed");
-            return -1;
+            goto fail;
         }
-        shape[i] = v;
     }
     Py_DECREF(seq);
     *nd = (int)n;
     return 0;
+fail:
+    Py_DECREF(seq);
+    return -1;
 }
 
-/* Parse strides: a sequence of nd ints of any sign; 0, or -1 with an exception. */
+int pygpu_shape_arg(PyObject *obj, int *nd, ptrdiff_t *shape)
+{
+    return pygpu_dims_arg(obj, nd, shape, 0);
+}
+
+/* Parse strides: nd ints of any sign; 0, or -1 with an exception. */
 static int strides_arg(PyObject *obj, int nd, ptrdiff_t *strides)
 {
-    PyObject *seq = PySequence_Fast(obj, "strides must be a sequence of ints");
-    if (!seq)
+    int n;
+    if (pygpu_dims_arg(obj, &n, strides, PTRDIFF_MIN) < 0)
         return -1;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     if (n != nd) {
-        Py_DECREF(seq);
-        PyErr_Format(PyExc_ValueError, "strides has %zd entries but the shape has %d", n, nd);
+        PyErr_Format(PyExc_ValueError, "strides has %d entries but the shape has %d", n, nd);
         return -1;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        strides[i] = PyNumber_AsSsize_t(PySequence_Fast_GET_ITEM(seq, i), PyExc_OverflowError);
-        if (strides[i] == -1 && PyErr_Occurred()) {
-            Py_DECREF(seq);
-            return -1;
-        }
-    }
-    Py_DECREF(seq);
     return 0;
 }
 

@@ -376,51 +376,30 @@ fail:
 static int reshape_shape(PyGPUArray *a, PyObject *args, int *nd, ptrdiff_t *shape)
 {
     PyObject *obj = PyTuple_GET_SIZE(args) == 1 ? PyTuple_GET_ITEM(args, 0) : args;
-    PyObject *seq = PyIndex_Check(obj) ? PyTuple_Pack(1, obj) : PySequence_Fast(obj, "shape must be ints");
     ptrdiff_t known = 1, size = size_of(a);
     int unknown = -1;
-    if (!seq)
+    if (pygpu_dims_arg(obj, nd, shape, -1) < 0)
         return -1;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    if (n > PYGPU_MAXDIMS) {
-        Py_DECREF(seq);
-        PyErr_Format(PyExc_ValueError, "too many dimensions: %zd (at most %d)", n, PYGPU_MAXDIMS);
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
-        shape[i] = PyIndex_Check(item) ? PyNumber_AsSsize_t(item, PyExc_ValueError) : -2;
-        if (shape[i] == -1 && PyErr_Occurred())
-            goto fail;
-        if (shape[i] == -1) {
-            if (unknown >= 0) {
-                PyErr_SetString(PyExc_ValueError, "can only specify one unknown dimension");
-                goto fail;
-            }
-            unknown = (int)i;
-        } else if (shape[i] < 0) {
-            PyErr_SetString(shape[i] == -2 ? PyExc_TypeError : PyExc_ValueError,
-                            shape[i] == -2 ? "shape entries must be ints" : "negative dimensions are not allowed");
-            goto fail;
-        } else {
+    for (int i = 0; i < *nd; i++) {
+        if (shape[i] >= 0) {
             known *= shape[i];
+        } else if (unknown >= 0) {
+            PyErr_SetString(PyExc_ValueError, "can only specify one unknown dimension");
+            return -1;
+        } else {
+            unknown = i;
         }
     }
     if (unknown >= 0 && known > 0 && size % known == 0)
         shape[unknown] = size / known;
-    if ((unknown >= 0 && (known == 0 || size % known != 0)) || (unknown < 0 && known != size)) {
-        PyObject *want = shape_repr(shape, (int)n);
+    else if (unknown >= 0 || known != size) {
+        PyObject *want = shape_repr(shape, *nd);
         if (want)
             PyErr_Format(PyExc_ValueError, "cannot reshape array of size %zd into shape %U", size, want);
         Py_XDECREF(want);
-        goto fail;
+        return -1;
     }
-    Py_DECREF(seq);
-    *nd = (int)n;
     return 0;
-fail:
-    Py_DECREF(seq);
-    return -1;
 }
 
 /* `a` viewed (or, where no view exists, copied) as shape; new reference. */

@@ -242,6 +242,8 @@ PyObject *pygpu_array_view(PyGPUArray *a, int nd, const ptrdiff_t *shape, const 
 /* Parse a shape argument (int or sequence of ints); 0, or -1 with an
  * exception (TypeError, ValueError for negative or too many dims). */
 int pygpu_shape_arg(PyObject *obj, int *nd, ptrdiff_t *shape);
+/* The same for any ints >= `min` (ValueError below it). */
+int pygpu_dims_arg(PyObject *obj, int *nd, ptrdiff_t *out, ptrdiff_t min);
 /* An order argument: 'C' -> 0, 'F' -> 1; with allow_any also 'A', 'K' and
  * None -> -1; -2 with ValueError otherwise. */
 int pygpu_order_arg(PyObject *obj, int allow_any);
