@@ -4,6 +4,7 @@
  * reshape, ravel, squeeze, transpose, swapaxes) or copies (flatten).
  */
 #include "pygpu.h"
+#include "staging.h"
 
 #define SELF ((PyGPUArray *)self)
 #define KW(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
@@ -61,6 +62,27 @@ static int axis_arg(PyObject *obj, int nd, int *axis)
 
 /* ---- transfers ------------------------------------------------------------ */
 
+/* A new C-order host array for `a`'s elements: page-locked if asked; else,
+ * for copies big enough to stage, from the pinned pool (DMA goes straight
+ * into it at the link's speed), falling back to ordinary memory when the
+ * pool is full.  New reference. */
+static PyObject *new_host_array(pygpu_state *st, PyGPUArray *a, int pagelocked)
+{
+    pygpu_transfer_config cfg;
+    PyObject *out;
+    ptrdiff_t nbytes = size_of(a) * GA_ITEMSIZE(a);
+    if (pagelocked)
+        return pygpu_pagelocked_empty(st, a->descr, a->nd, GA_SHAPE(a), 0);
+    pygpu_transfer_config_get(&cfg);
+    if ((size_t)nbytes >= cfg.min_bytes) {
+        out = pygpu_pagelocked_empty(st, a->descr, a->nd, GA_SHAPE(a), 1);
+        if (out || PyErr_Occurred())
+            return out;
+    }
+    Py_INCREF(a->descr);
+    return PyArray_Empty(a->nd, GA_SHAPE(a), a->descr, 0);
+}
+
 PyObject *pygpu_array_get(PyGPUArray *a, PyObject *out, PyObject *stream, int pagelocked)
 {
     pygpu_state *st = pygpu_state_of((PyObject *)a);
@@ -89,14 +111,8 @@ PyObject *pygpu_array_get(PyGPUArray *a, PyObject *out, PyObject *stream, int pa
             return NULL;
         }
         Py_INCREF(out);
-    } else {
-        Py_INCREF(a->descr);
-        out = pagelocked ? pygpu_pagelocked_empty(st, a->descr, a->nd, GA_SHAPE(a))
-                         : PyArray_Empty(a->nd, GA_SHAPE(a), a->descr, 0);
-        if (pagelocked)
-            Py_DECREF(a->descr);
-        if (!out)
-            return NULL;
+    } else if (!(out = new_host_array(st, a, pagelocked))) {
+        return NULL;
     }
     pygpu_side host = {PyArray_BYTES((PyArrayObject *)out), PyArray_STRIDES((PyArrayObject *)out), 0};
     if (pygpu_copy(st, host, device_side(a), a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, 0) < 0) {

@@ -17,6 +17,7 @@
  * pygpu_copy and pygpu_fill are the two doors from Python.
  */
 #include "pygpu.h"
+#include "staging.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,33 @@
 typedef struct {
     pygpu_stream_t s;
     const char *call;           /* the runtime call that failed */
+    PyThreadState *ts;          /* the caller's, saved while the GIL is released */
+    int stopped;                /* a signal (KeyboardInterrupt) stopped the copy */
 } ctx;
+
+/* Between chunks of a staged copy: take the GIL back for a moment to run
+ * signal handlers; 1 if one raised (the exception stays set). */
+static int interrupted(void *arg)
+{
+    ctx *c = arg;
+    if (!c->ts)
+        return 0;
+    PyEval_RestoreThread(c->ts);
+    int r = PyErr_CheckSignals();
+    c->ts = PyEval_SaveThread();
+    return r < 0;
+}
+
+/* Run a staged copy; *staged says whether the pipeline took it. */
+static pygpu_status staged(ctx *c, int to_device, char *dev, pygpu_host_layout h, int *done)
+{
+    pygpu_staging_ctx sc = {c->s, interrupted, c, NULL, 0};
+    pygpu_status r = to_device ? pygpu_staged_h2d(&sc, dev, h, done) : pygpu_staged_d2h(&sc, h, dev, done);
+    if (sc.call && !c->call)
+        c->call = sc.call;
+    c->stopped |= sc.stopped;
+    return r;
+}
 
 static pygpu_status note(ctx *c, pygpu_status r, const char *call)
 {
@@ -178,30 +205,81 @@ static pygpu_status dev_temp(ctx *c, temps *t, size_t n)
 
 /* ---- the directions ------------------------------------------------------- */
 
+/* Host layout `which` of `p` at `host` into the dense device buffer `dev`:
+ * through the staging pipeline when the host memory is pageable and the copy
+ * large, else in one copy (gathering on the host first if need be). */
+static pygpu_status host_to_dense(ctx *c, const pygpu_pair *p, int which, char *dev, const char *host,
+                                  ptrdiff_t itemsize)
+{
+    temps t = {0};
+    ptrdiff_t ds[PYGPU_MAXDIMS];
+    size_t nbytes = (size_t)(pair_size(p) * itemsize);
+    pygpu_status r;
+    int done = 0;
+    if (pygpu_should_stage(host, nbytes)) {
+        pygpu_host_layout h = {(char *)host, p->strides[which], p->nd, p->shape, itemsize};
+        if ((r = staged(c, 1, dev, h, &done)) != 0 || done)
+            return r;
+    }
+    if (pygpu_pair_is_dense(p, which, itemsize))
+        return note(c, pygpu_rt_memcpy_async(dev, host, nbytes, PYGPU_COPY_H2D, c->s), "MemcpyAsync");
+    if ((r = host_temp(c, &t, nbytes)) != 0)
+        return r;
+    dense_strides(p, itemsize, ds);
+    pygpu_host_strided_copy(t.host, ds, host, p->strides[which], p->nd, p->shape, itemsize);
+    r = note(c, pygpu_rt_memcpy_async(dev, t.host, nbytes, PYGPU_COPY_H2D, c->s), "MemcpyAsync");
+    return temps_free(c, &t, r);
+}
+
+/* The dense device buffer `dev` into host layout `which` of `p` at `host`;
+ * done when this returns. */
+static pygpu_status dense_to_host(ctx *c, const pygpu_pair *p, int which, char *host, const char *dev,
+                                  ptrdiff_t itemsize)
+{
+    temps t = {0};
+    ptrdiff_t ds[PYGPU_MAXDIMS];
+    size_t nbytes = (size_t)(pair_size(p) * itemsize);
+    pygpu_status r;
+    int done = 0;
+    if (pygpu_should_stage(host, nbytes)) {
+        pygpu_host_layout h = {host, p->strides[which], p->nd, p->shape, itemsize};
+        if ((r = staged(c, 0, (char *)dev, h, &done)) != 0 || done)
+            return r;
+    }
+    if (pygpu_pair_is_dense(p, which, itemsize)) {
+        if ((r = note(c, pygpu_rt_memcpy_async(host, dev, nbytes, PYGPU_COPY_D2H, c->s), "MemcpyAsync")) == 0)
+            r = note(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize");
+        return r;
+    }
+    dense_strides(p, itemsize, ds);
+    if ((r = host_temp(c, &t, nbytes)) == 0 &&
+        (r = note(c, pygpu_rt_memcpy_async(t.host, dev, nbytes, PYGPU_COPY_D2H, c->s), "MemcpyAsync")) == 0 &&
+        (r = note(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize")) == 0)
+        pygpu_host_strided_copy(host, p->strides[which], t.host, ds, p->nd, p->shape, itemsize);
+    return temps_free(c, &t, r);
+}
+
+/* 1 if a copy of `nbytes` to or from `host` is worth the pinned pipeline. */
+static int pageable(const void *host, const pygpu_pair *p, ptrdiff_t itemsize)
+{
+    return pygpu_should_stage(host, (size_t)(pair_size(p) * itemsize));
+}
+
 /* Host layout 1 of `p` (at src) to device layout 0 (at dst). */
 static pygpu_status h2d(ctx *c, const pygpu_pair *p, const geometry *g, char *dst, const char *src,
                         ptrdiff_t itemsize)
 {
     temps t = {0};
-    ptrdiff_t ds[PYGPU_MAXDIMS];
     size_t nbytes = (size_t)(pair_size(p) * itemsize);
-    int dev_dense = pygpu_pair_is_dense(p, 0, itemsize);
     pygpu_status r;
-    if (!dev_dense && g->calls <= MAX_DIRECT_CALLS && g->width >= WIDE_ROW)
+    if (pygpu_pair_is_dense(p, 0, itemsize))
+        return host_to_dense(c, p, 1, dst, src, itemsize);
+    /* A few wide rows straight between the layouts, unless the host side
+     * is pageable: then the pipeline to a dense buffer is faster. */
+    if (g->calls <= MAX_DIRECT_CALLS && g->width >= WIDE_ROW && !pageable(src, p, itemsize))
         return engine(c, p, g, dst, src, PYGPU_COPY_H2D);
-    /* Gather on the host into a buffer dense in the device's order... */
-    if ((r = host_temp(c, &t, nbytes)) != 0)
-        return r;
-    dense_strides(p, itemsize, ds);
-    pygpu_host_strided_copy(t.host, ds, src, p->strides[1], p->nd, p->shape, itemsize);
-    if (dev_dense) {            /* ...which is the device layout: one copy */
-        r = note(c, pygpu_rt_memcpy_async(dst, t.host, nbytes, PYGPU_COPY_H2D, c->s), "MemcpyAsync");
-        return temps_free(c, &t, r);
-    }
-    /* ...else up into a dense device buffer, scattered on the device. */
-    if ((r = dev_temp(c, &t, nbytes)) == 0 &&
-        (r = note(c, pygpu_rt_memcpy_async(t.dev, t.host, nbytes, PYGPU_COPY_H2D, c->s),
-                  "MemcpyAsync")) == 0)
+    /* Up into a dense device buffer, scattered on the device. */
+    if ((r = dev_temp(c, &t, nbytes)) == 0 && (r = host_to_dense(c, p, 1, t.dev, src, itemsize)) == 0)
         r = device_pass(c, p, 0, dst, t.dev, itemsize, 0);
     return temps_free(c, &t, r);
 }
@@ -214,39 +292,35 @@ static pygpu_status d2h(ctx *c, const pygpu_pair *p, const geometry *g, char *ds
     ptrdiff_t ds[PYGPU_MAXDIMS], lo, hi;
     size_t nbytes = (size_t)(pair_size(p) * itemsize);
     pygpu_status r;
-    if (g->calls <= MAX_DIRECT_CALLS && g->width >= WIDE_ROW)
-        return engine(c, p, g, dst, src, PYGPU_COPY_D2H);
-    dense_strides(p, itemsize, ds);
-    if (pygpu_pair_is_dense(p, 1, itemsize)) {
-        /* The device side is one block: down in one copy, scatter on the host. */
-        if ((r = host_temp(c, &t, nbytes)) == 0 &&
-            (r = note(c, pygpu_rt_memcpy_async(t.host, src, nbytes, PYGPU_COPY_D2H, c->s),
-                      "MemcpyAsync")) == 0 &&
-            (r = note(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize")) == 0)
-            pygpu_host_strided_copy(dst, p->strides[0], t.host, ds, p->nd, p->shape, itemsize);
-        return temps_free(c, &t, r);
+    if (pygpu_pair_is_dense(p, 1, itemsize))
+        return dense_to_host(c, p, 0, dst, src, itemsize);
+    if (g->calls <= MAX_DIRECT_CALLS && g->width >= WIDE_ROW && !pageable(dst, p, itemsize)) {
+        if ((r = engine(c, p, g, dst, src, PYGPU_COPY_D2H)) == 0)
+            r = note(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize");
+        return r;
     }
-    pygpu_shape_extent(p->nd, p->shape, p->strides[1], itemsize, &lo, &hi);
+    dense_strides(p, itemsize, ds);
     pygpu_pair q;
     pygpu_pair_init(&q, p->nd, p->shape, ds, p->strides[1]);
     pygpu_pair_simplify(&q, 1);
     geometry gd = geometry_of(&q, itemsize);
-    if ((size_t)(hi - lo) <= 4 * nbytes + (1u << 20) || gd.calls > MAX_DIRECT_CALLS) {
-        /* Down goes the covering extent in one copy; the host gathers. */
-        if ((r = host_temp(c, &t, (size_t)(hi - lo))) == 0 &&
-            (r = note(c, pygpu_rt_memcpy_async(t.host, src + lo, (size_t)(hi - lo), PYGPU_COPY_D2H, c->s),
-                      "MemcpyAsync")) == 0 &&
-            (r = note(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize")) == 0)
-            pygpu_host_strided_copy(dst, p->strides[0], (char *)t.host - lo, p->strides[1], p->nd,
-                                    p->shape, itemsize);
+    pygpu_shape_extent(p->nd, p->shape, p->strides[1], itemsize, &lo, &hi);
+    if (gd.calls <= MAX_DIRECT_CALLS && (gd.width >= 64 || (size_t)(hi - lo) > 4 * nbytes)) {
+        /* Gather on the device into a dense buffer (the device moves rows
+         * of 64 B or more well), then down. */
+        if ((r = dev_temp(c, &t, nbytes)) == 0 && (r = device_pass(c, p, 1, (char *)src, t.dev, itemsize, 1)) == 0)
+            r = dense_to_host(c, p, 0, dst, t.dev, itemsize);
         return temps_free(c, &t, r);
     }
-    /* A sparse view: gather on the device, down in one copy, scatter on the host. */
-    if ((r = dev_temp(c, &t, nbytes)) == 0 && (r = host_temp(c, &t, nbytes)) == 0 &&
-        (r = device_pass(c, p, 1, (char *)src, t.dev, itemsize, 1)) == 0 &&
-        (r = note(c, pygpu_rt_memcpy_async(t.host, t.dev, nbytes, PYGPU_COPY_D2H, c->s), "MemcpyAsync")) == 0 &&
-        (r = note(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize")) == 0)
-        pygpu_host_strided_copy(dst, p->strides[0], t.host, ds, p->nd, p->shape, itemsize);
+    /* Narrow rows, not too sparse: down goes the covering extent as plain
+     * bytes; the host gathers. */
+    pygpu_pair bytes;
+    ptrdiff_t one = 1, ext = hi - lo;
+    pygpu_pair_init(&bytes, 1, &ext, &one, &one);
+    if ((r = host_temp(c, &t, (size_t)ext)) == 0 &&
+        (r = dense_to_host(c, &bytes, 0, t.host, src + lo, 1)) == 0)
+        pygpu_parallel_strided_copy(dst, p->strides[0], (char *)t.host - lo, p->strides[1], p->nd,
+                                    p->shape, itemsize, 0, pair_size(p));
     return temps_free(c, &t, r);
 }
 
@@ -296,13 +370,15 @@ static pygpu_status plan(ctx *c, pygpu_side dst, pygpu_side src, int nd, const p
 int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape,
                ptrdiff_t itemsize, pygpu_stream_t s, int async)
 {
-    ctx c = {s, NULL};
+    ctx c = {s, NULL, NULL, 0};
     pygpu_status r;
-    Py_BEGIN_ALLOW_THREADS
+    c.ts = PyEval_SaveThread();
     r = plan(&c, dst, src, nd, shape, itemsize);
-    if (r == 0 && !async)
+    if (r == 0 && !async && !c.stopped)
         r = note(&c, pygpu_rt_stream_synchronize(s), "StreamSynchronize");
-    Py_END_ALLOW_THREADS
+    PyEval_RestoreThread(c.ts);
+    if (c.stopped)
+        return -1;      /* the signal handler's exception (KeyboardInterrupt) is set */
     return pygpu_check(st, r, c.call ? c.call : "MemcpyAsync");
 }
 
@@ -337,7 +413,7 @@ static pygpu_status fill_dense(ctx *c, char *dst, ptrdiff_t n, ptrdiff_t itemsiz
 int pygpu_fill(pygpu_state *st, pygpu_side dst, int nd, const ptrdiff_t *shape, ptrdiff_t itemsize,
                const void *value, pygpu_stream_t s)
 {
-    ctx c = {s, NULL};
+    ctx c = {s, NULL, NULL, 0};
     temps t = {0};
     pygpu_pair p;
     ptrdiff_t ds[PYGPU_MAXDIMS];

@@ -1,20 +1,199 @@
 /*
- * pinned.c -- page-locked host memory: the HostAllocation type, which
- * exports its bytes through the buffer protocol (numpy.frombuffer views it).
+ * pinned.c -- page-locked host memory: the caching pinned pool (pure C,
+ * process-wide, locked), and the HostAllocation type, which exports its
+ * bytes through the buffer protocol (numpy.frombuffer views it).
+ *
+ * Page-locking is slow (about 0.46 s per GiB for cudaHostAlloc), so blocks
+ * given back are cached for the next take of a similar size, up to a limit
+ * (PYGPU_PINNED_LIMIT bytes, suffixes K/M/G; default a quarter of the
+ * machine's memory).  The staging buffers and the arrays get() returns
+ * come from here; past the limit, callers use ordinary memory.
  */
+#define _GNU_SOURCE
 #include "pygpu.h"
+#include "staging.h"
 
+#include <pthread.h>
+#include <stdlib.h>
 #include <structmember.h>
+#include <unistd.h>
+
+/* ---- the pool ------------------------------------------------------------- */
+
+typedef struct {
+    void *ptr;
+    size_t size;
+    int in_use;
+} pool_block;
+
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static pool_block *blocks;
+static size_t nblocks, cap_blocks;
+static pygpu_pinned_stats stats;
+static int limit_read;
+
+static size_t default_limit(void)
+{
+    const char *e = getenv("PYGPU_PINNED_LIMIT");
+    if (e && *e) {
+        char *end;
+        unsigned long long v = strtoull(e, &end, 10);
+        switch (*end) {
+        case 'G': case 'g': v <<= 10; /* fall through */
+        case 'M': case 'm': v <<= 10; /* fall through */
+        case 'K': case 'k': v <<= 10; break;
+        default: break;
+        }
+        return (size_t)v;
+    }
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? (size_t)pages * (size_t)size / 4 : (size_t)1 << 30;
+}
+
+static void ensure_limit(void)
+{
+    if (!limit_read) {
+        stats.limit = default_limit();
+        limit_read = 1;
+    }
+}
+
+/* Free cached blocks (pool_mu held) until `need` more bytes fit the limit,
+ * or all when need == SIZE_MAX. */
+static void evict(size_t need)
+{
+    for (size_t i = 0; i < nblocks;) {
+        if (need != SIZE_MAX && stats.in_use + stats.cached + need <= stats.limit)
+            return;
+        if (blocks[i].in_use) {
+            i++;
+            continue;
+        }
+        pygpu_rt_host_free(blocks[i].ptr);
+        (void)pygpu_rt_get_last_error();
+        stats.cached -= blocks[i].size;
+        blocks[i] = blocks[--nblocks];
+    }
+}
+
+/* Sizes are rounded so that similar requests share blocks. */
+static size_t round_size(size_t n)
+{
+    size_t g = n >= ((size_t)1 << 20) ? (size_t)1 << 20 : (size_t)4 << 10;
+    return (n + g - 1) / g * g;
+}
+
+void *pygpu_pinned_take(size_t n)
+{
+    void *p = NULL;
+    size_t want = round_size(n ? n : 1), best = SIZE_MAX;
+    pthread_mutex_lock(&pool_mu);
+    ensure_limit();
+    /* The smallest cached block that fits, wasting at most half of it. */
+    for (size_t i = 0; i < nblocks; i++)
+        if (!blocks[i].in_use && blocks[i].size >= want && blocks[i].size / 2 <= want &&
+            (best == SIZE_MAX || blocks[i].size < blocks[best].size))
+            best = i;
+    if (best != SIZE_MAX) {
+        blocks[best].in_use = 1;
+        stats.cached -= blocks[best].size;
+        stats.in_use += blocks[best].size;
+        stats.hits++;
+        p = blocks[best].ptr;
+        goto done;
+    }
+    evict(want);
+    if (stats.in_use + stats.cached + want > stats.limit || want > stats.limit)
+        goto done;
+    if (nblocks == cap_blocks) {
+        size_t cap = cap_blocks ? 2 * cap_blocks : 16;
+        pool_block *nb = realloc(blocks, cap * sizeof *nb);
+        if (!nb)
+            goto done;
+        blocks = nb;
+        cap_blocks = cap;
+    }
+    /* Reserve the bytes, then page-lock without holding the lock: it is slow. */
+    stats.in_use += want;
+    pthread_mutex_unlock(&pool_mu);
+    pygpu_status s = pygpu_rt_host_alloc(&p, want);
+    pthread_mutex_lock(&pool_mu);
+    if (s != 0) {
+        (void)pygpu_rt_get_last_error();
+        stats.in_use -= want;
+        p = NULL;
+        goto done;
+    }
+    if (nblocks == cap_blocks) {    /* another thread filled the table meanwhile */
+        size_t cap = 2 * cap_blocks;
+        pool_block *nb = realloc(blocks, cap * sizeof *nb);
+        if (!nb) {
+            pygpu_rt_host_free(p);
+            stats.in_use -= want;
+            p = NULL;
+            goto done;
+        }
+        blocks = nb;
+        cap_blocks = cap;
+    }
+    blocks[nblocks++] = (pool_block){p, want, 1};
+    stats.misses++;
+done:
+    pthread_mutex_unlock(&pool_mu);
+    return p;
+}
+
+void pygpu_pinned_give(void *p)
+{
+    pthread_mutex_lock(&pool_mu);
+    for (size_t i = 0; i < nblocks; i++) {
+        if (blocks[i].ptr == p && blocks[i].in_use) {
+            blocks[i].in_use = 0;
+            stats.in_use -= blocks[i].size;
+            stats.cached += blocks[i].size;
+            break;
+        }
+    }
+    if (stats.in_use + stats.cached > stats.limit)
+        evict(0);
+    pthread_mutex_unlock(&pool_mu);
+}
+
+void pygpu_pinned_stats_get(pygpu_pinned_stats *s)
+{
+    pthread_mutex_lock(&pool_mu);
+    ensure_limit();
+    *s = stats;
+    pthread_mutex_unlock(&pool_mu);
+}
+
+void pygpu_pinned_set_limit(size_t limit)
+{
+    pthread_mutex_lock(&pool_mu);
+    limit_read = 1;
+    stats.limit = limit;
+    evict(0);
+    pthread_mutex_unlock(&pool_mu);
+}
+
+void pygpu_pinned_trim(void)
+{
+    pthread_mutex_lock(&pool_mu);
+    evict(SIZE_MAX);
+    pthread_mutex_unlock(&pool_mu);
+}
 
 static char empty_bytes[1];     /* what a zero-byte allocation exports */
 
 static void host_release(PyGPUHostMemory *h)
 {
-    if (h->ptr) {
+    if (h->ptr && h->pooled) {
+        pygpu_pinned_give(h->ptr);
+    } else if (h->ptr) {
         pygpu_rt_host_free(h->ptr);
         (void)pygpu_rt_get_last_error();
-        h->ptr = NULL;
     }
+    h->ptr = NULL;
 }
 
 static void host_dealloc(PyObject *self)
@@ -107,15 +286,23 @@ static PyType_Spec host_spec = {
     .slots = host_slots,
 };
 
-/* A new HostAllocation of n bytes; new reference. */
-static PyObject *host_alloc(pygpu_state *st, size_t n)
+/* A new HostAllocation of n bytes (from the pool when `pooled`: NULL with
+ * no exception if the pool refuses); new reference. */
+static PyObject *host_alloc(pygpu_state *st, size_t n, int pooled)
 {
     pygpu_status s;
     PyGPUHostMemory *h = (PyGPUHostMemory *)st->HostMemory->tp_alloc(st->HostMemory, 0);
     if (!h)
         return NULL;
     h->size = n;
-    if (n) {
+    if (pooled) {
+        Py_BEGIN_ALLOW_THREADS
+        h->ptr = pygpu_pinned_take(n);
+        Py_END_ALLOW_THREADS
+        h->pooled = h->ptr != NULL;
+        if (!h->ptr)
+            Py_CLEAR(h);
+    } else if (n) {
         Py_BEGIN_ALLOW_THREADS
         s = pygpu_rt_host_alloc(&h->ptr, n);
         Py_END_ALLOW_THREADS
@@ -134,17 +321,18 @@ static PyObject *mem_alloc_host(PyObject *mod, PyObject *arg)
     size_t n;
     if (pygpu_size_arg(arg, "mem_alloc_host() nbytes", &n) < 0)
         return NULL;
-    return host_alloc(PyModule_GetState(mod), n);
+    return host_alloc(PyModule_GetState(mod), n, 0);
 }
 
-PyObject *pygpu_pagelocked_empty(pygpu_state *st, PyArray_Descr *descr, int nd, const ptrdiff_t *shape)
+PyObject *pygpu_pagelocked_empty(pygpu_state *st, PyArray_Descr *descr, int nd, const ptrdiff_t *shape,
+                                 int pooled)
 {
     ptrdiff_t size, itemsize = (ptrdiff_t)PyDataType_ELSIZE(descr);
     if (pygpu_shape_size(nd, shape, &size) < 0 || (size && size > PY_SSIZE_T_MAX / itemsize)) {
         PyErr_SetString(PyExc_ValueError, "array is too big: its byte count overflows");
         return NULL;
     }
-    PyObject *mem = host_alloc(st, (size_t)(size * itemsize));
+    PyObject *mem = host_alloc(st, (size_t)(size * itemsize), pooled);
     if (!mem)
         return NULL;
     Py_INCREF(descr);

@@ -96,6 +96,7 @@ typedef struct {                /* HostAllocation: page-locked host memory */
     void *ptr;
     size_t size;
     Py_ssize_t exports;         /* live buffer views; free() refuses while > 0 */
+    int pooled;                 /* from the pinned pool: given back there */
 } PyGPUHostMemory;
 
 typedef struct {                /* cudaError_t: the original PyGPU's error object */
@@ -194,8 +195,11 @@ void pygpu_cache_flush(pygpu_state *st);
 extern PyMethodDef pygpu_memcpy_methods[];
 
 int pygpu_pinned_init(PyObject *m, pygpu_state *st);
-/* A NumPy array of `shape` (C order) in page-locked memory; new reference. */
-PyObject *pygpu_pagelocked_empty(pygpu_state *st, PyArray_Descr *descr, int nd, const ptrdiff_t *shape);
+/* A NumPy array of `shape` (C order) in page-locked memory; new reference.
+ * With `pooled`, the memory comes from the pinned pool, and NULL without an
+ * exception set means the pool's limit refused it. */
+PyObject *pygpu_pagelocked_empty(pygpu_state *st, PyArray_Descr *descr, int nd, const ptrdiff_t *shape,
+                                 int pooled);
 
 /* ---- dtype.c ------------------------------------------------------------- */
 
@@ -263,5 +267,6 @@ int pygpu_array_ass_subscript(PyObject *self, PyObject *key, PyObject *value);
 Py_ssize_t pygpu_array_length(PyObject *self);
 PyObject *pygpu_array_item(PyObject *self, Py_ssize_t i);
 extern PyMethodDef pygpu_pinned_methods[];
+extern PyMethodDef pygpu_transfer_methods[];
 
 #endif /* PYGPU_INTERNAL_H */

@@ -199,6 +199,22 @@ pygpu_status pygpu_rt_host_register(void *p, size_t n)
 
 pygpu_status pygpu_rt_host_unregister(void *p) { return RT(HostUnregister)(p); }
 
+pygpu_status pygpu_rt_host_is_pinned(const void *p, int *pinned)
+{
+#if defined(PYGPU_BACKEND_CUDA)
+    struct cudaPointerAttributes a;
+    rt_error e = cudaPointerGetAttributes(&a, p);
+    *pinned = e == cudaSuccess && a.type == cudaMemoryTypeHost;
+#else
+    hipPointerAttribute_t a;
+    rt_error e = hipPointerGetAttributes(&a, p);
+    *pinned = e == hipSuccess && a.memoryType == hipMemoryTypeHost;
+#endif
+    if (e != RT(Success))
+        RT(GetLastError)();     /* plain host memory is an error on some runtimes */
+    return RT(Success);
+}
+
 /* ---- copies ----------------------------------------------------------- */
 
 static enum RT(MemcpyKind) kind_of(enum pygpu_copy_kind k)

@@ -279,6 +279,13 @@ pygpu_status pygpu_rt_host_register(void *p, size_t n)
 
 pygpu_status pygpu_rt_host_unregister(void *p) { return p ? H_SUCCESS : fail(H_INVALID_VALUE); }
 
+pygpu_status pygpu_rt_host_is_pinned(const void *p, int *pinned)
+{
+    (void)p;
+    *pinned = 0;                /* all of it is "pageable": staging can be tried here */
+    return H_SUCCESS;
+}
+
 /* ---- copies ----------------------------------------------------------- */
 
 pygpu_status pygpu_rt_memcpy(void *dst, const void *src, size_t n, enum pygpu_copy_kind k)

@@ -1,0 +1,112 @@
+/*
+ * transfers.c -- the Python face of the transfer machinery: the staging
+ * pipeline's settings and the pinned pool's limit and statistics.
+ */
+#include "pygpu.h"
+#include "staging.h"
+
+static PyObject *config_dict(void)
+{
+    pygpu_transfer_config c;
+    pygpu_transfer_config_get(&c);
+    return Py_BuildValue("{s:n,s:i,s:i,s:N}", "chunk", (Py_ssize_t)c.chunk, "depth", c.depth, "threads",
+                         c.threads, "min_bytes",
+                         c.min_bytes == SIZE_MAX ? Py_NewRef(Py_None) : PyLong_FromSize_t(c.min_bytes));
+}
+
+static PyObject *transfer_config(PyObject *m, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"chunk", "depth", "threads", "min_bytes", NULL};
+    PyObject *chunk = NULL, *depth = NULL, *threads = NULL, *min_bytes = NULL;
+    pygpu_transfer_config c;
+    size_t v;
+    (void)m;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$OOOO:transfer_config", kwlist, &chunk, &depth, &threads,
+                                     &min_bytes))
+        return NULL;
+    pygpu_transfer_config_get(&c);
+    if (chunk) {
+        if (pygpu_size_arg(chunk, "chunk", &v) < 0)
+            return NULL;
+        if (v < 4096)
+            return PyErr_Format(PyExc_ValueError, "chunk must be at least 4096 bytes, not %zu", v);
+        c.chunk = v;
+    }
+    if (depth) {
+        if (pygpu_size_arg(depth, "depth", &v) < 0)
+            return NULL;
+        if (v < 2 || v > 16)
+            return PyErr_Format(PyExc_ValueError, "depth must be 2..16, not %zu", v);
+        c.depth = (int)v;
+    }
+    if (threads) {
+        if (pygpu_size_arg(threads, "threads", &v) < 0)
+            return NULL;
+        if (v < 1 || v > 64)
+            return PyErr_Format(PyExc_ValueError, "threads must be 1..64, not %zu", v);
+        c.threads = (int)v;
+    }
+    if (min_bytes) {
+        if (min_bytes == Py_None)
+            v = SIZE_MAX;
+        else if (pygpu_size_arg(min_bytes, "min_bytes", &v) < 0)
+            return NULL;
+        c.min_bytes = v;
+    }
+    if (chunk || depth || threads || min_bytes) {
+        Py_BEGIN_ALLOW_THREADS
+        pygpu_transfer_config_set(&c);
+        Py_END_ALLOW_THREADS
+    }
+    return config_dict();
+}
+
+static PyObject *pinned_pool_stats(PyObject *m, PyObject *unused)
+{
+    pygpu_pinned_stats s;
+    (void)m;
+    (void)unused;
+    pygpu_pinned_stats_get(&s);
+    return Py_BuildValue("{s:n,s:n,s:n,s:n,s:n}", "limit", (Py_ssize_t)s.limit, "in_use", (Py_ssize_t)s.in_use,
+                         "cached", (Py_ssize_t)s.cached, "hits", (Py_ssize_t)s.hits, "misses",
+                         (Py_ssize_t)s.misses);
+}
+
+static PyObject *set_pinned_pool_limit(PyObject *m, PyObject *arg)
+{
+    size_t v;
+    (void)m;
+    if (pygpu_size_arg(arg, "limit", &v) < 0)
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    pygpu_pinned_set_limit(v);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+static PyObject *trim_pinned_pool(PyObject *m, PyObject *unused)
+{
+    (void)m;
+    (void)unused;
+    Py_BEGIN_ALLOW_THREADS
+    pygpu_staging_release();
+    pygpu_pinned_trim();
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+PyMethodDef pygpu_transfer_methods[] = {
+    {"transfer_config", (PyCFunction)(void (*)(void))transfer_config, METH_VARARGS | METH_KEYWORDS,
+     "transfer_config(*, chunk=None, depth=None, threads=None, min_bytes=None)\n--\n\n"
+     "The staging pipeline's settings as a dict, after changing the ones given:\n"
+     "chunk (bytes per staging buffer), depth (buffers in flight), threads (host\n"
+     "threads copying each chunk), min_bytes (smaller pageable copies, or None for\n"
+     "all, go the runtime's own way)."},
+    {"pinned_pool_stats", pinned_pool_stats, METH_NOARGS,
+     "pinned_pool_stats()\n--\n\n{'limit', 'in_use', 'cached', 'hits', 'misses'} of the pinned pool."},
+    {"set_pinned_pool_limit", set_pinned_pool_limit, METH_O,
+     "set_pinned_pool_limit(nbytes, /)\n--\n\nBound the page-locked memory the pool holds."},
+    {"trim_pinned_pool", trim_pinned_pool, METH_NOARGS,
+     "trim_pinned_pool()\n--\n\nFree the pool's cached blocks and the staging buffers."},
+    {0},
+};
