@@ -63,15 +63,6 @@ static pygpu_status note(ctx *c, pygpu_status r, const char *call)
     return r;
 }
 
-static enum pygpu_copy_kind kind_of(int dst_dev, int src_dev)
-{
-    if (dst_dev && src_dev)
-        return PYGPU_COPY_D2D;
-    if (dst_dev)
-        return PYGPU_COPY_H2D;
-    return src_dev ? PYGPU_COPY_D2H : PYGPU_COPY_DEFAULT;
-}
-
 /* ---- the engine: runtime copies straight between two layouts ------------- */
 
 typedef struct {
@@ -360,10 +351,11 @@ static pygpu_status plan(ctx *c, pygpu_side dst, pygpu_side src, int nd, const p
         pygpu_host_strided_copy(d, p.strides[0], s, p.strides[1], p.nd, p.shape, itemsize);
         return 0;
     }
-    if (g.calls == 1 || (dst.on_device && src.on_device && g.calls <= MAX_DIRECT_CALLS))
-        return engine(c, &p, &g, d, s, kind_of(dst.on_device, src.on_device));
-    if (dst.on_device && src.on_device)
+    if (dst.on_device && src.on_device) {
+        if (g.calls <= MAX_DIRECT_CALLS)
+            return engine(c, &p, &g, d, s, PYGPU_COPY_D2D);
         return d2d_via_host(c, dst, src, nd, shape, itemsize);
+    }
     return dst.on_device ? h2d(c, &p, &g, d, s, itemsize) : d2h(c, &p, &g, d, s, itemsize);
 }
 

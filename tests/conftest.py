@@ -26,6 +26,14 @@ GPU_BACKENDS = ("cuda", "hip")
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(pygpu.__file__)))
 
 
+def pytest_sessionstart(session):
+    """PYGPU_TEST_STAGING=1 sends every pageable copy of the run through the
+    staging pipeline in small chunks (it is off by default on the host
+    backend, where it only adds a copy)."""
+    if os.environ.get("PYGPU_TEST_STAGING"):
+        pygpu.transfer_config(min_bytes=0, chunk=16 << 10, depth=3, threads=3)
+
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers",

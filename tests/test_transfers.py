@@ -1,0 +1,152 @@
+"""The transfer machinery: the staging pipeline (forced on for the host
+backend with transfer_config(min_bytes=0), small chunks so that every copy
+takes many), the pinned pool, interruption, and threads."""
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import pygpu
+
+DTYPES = [np.uint8, np.int16, np.float32, np.complex128]
+
+
+@pytest.fixture
+def staging():
+    """Stage every pageable copy through 4 KiB..64 KiB chunks for the test."""
+    saved = pygpu.transfer_config()
+    pygpu.transfer_config(min_bytes=0, chunk=16 << 10, depth=3, threads=4)
+    yield
+    pygpu.transfer_config(**saved)
+
+
+def layouts(rng, shape, dtype):
+    a = (rng.standard_normal(shape) * 100).astype(dtype)
+    big = (rng.standard_normal(tuple(2 * n + 1 for n in shape)) * 100).astype(dtype)
+    yield "C", a
+    yield "F", np.asfortranarray(a)
+    yield "strided", big[::2, 1::2, ::-2][: shape[0], : shape[1], : shape[2]]
+    yield "transposed", np.ascontiguousarray(a.T).T
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_staged_round_trips_every_layout(staging, dtype):
+    rng = np.random.default_rng(7)
+    shape = (33, 65, 17)        # odd sizes: chunks end mid-row
+    for name, a in layouts(rng, shape, dtype):
+        g = pygpu.to_gpu(a)
+        np.testing.assert_array_equal(g.get(), a, err_msg=name)
+        out = np.empty_like(a, order="F")
+        assert g.get(ary=out) is out
+        np.testing.assert_array_equal(out, a, err_msg=name)
+        # into a strided device view, and out of one
+        d = pygpu.zeros((2 * shape[0], shape[1], shape[2]), dtype)
+        d[::2] = a
+        np.testing.assert_array_equal(d[::2].get(), a, err_msg=name)
+        np.testing.assert_array_equal(d[1::2].get(), np.zeros_like(a), err_msg=name)
+
+
+def test_staged_async_and_streams(staging):
+    a = np.arange(1 << 16, dtype=np.float64)
+    s = pygpu.Stream(non_blocking=True)
+    g = pygpu.to_gpu_async(a, stream=s)
+    a[:] = -1                   # pageable source: reusable once the call returns
+    s.synchronize()
+    np.testing.assert_array_equal(g.get(stream=s), np.arange(1 << 16, dtype=np.float64))
+
+
+def test_get_uses_the_pinned_pool(staging):
+    pygpu.trim_pinned_pool()
+    g = pygpu.to_gpu(np.arange(1 << 16, dtype=np.float32))
+    before = pygpu.pinned_pool_stats()
+    h = g.get()
+    during = pygpu.pinned_pool_stats()
+    assert during["in_use"] >= before["in_use"] + h.nbytes
+    np.testing.assert_array_equal(h, np.arange(1 << 16, dtype=np.float32))
+    del h
+    after = pygpu.pinned_pool_stats()
+    assert after["in_use"] == before["in_use"]
+    h2 = g.get()                # served from the cache this time
+    assert pygpu.pinned_pool_stats()["hits"] > after["hits"]
+    del h2
+
+
+def test_pool_limit_is_honoured(staging):
+    stats = pygpu.pinned_pool_stats()
+    try:
+        pygpu.set_pinned_pool_limit(0)
+        pygpu.trim_pinned_pool()
+        g = pygpu.to_gpu(np.arange(100_000, dtype=np.int32))     # no staging possible: direct
+        h = g.get()                                             # ordinary memory
+        np.testing.assert_array_equal(h, np.arange(100_000, dtype=np.int32))
+        s = pygpu.pinned_pool_stats()
+        assert s["in_use"] == 0 and s["cached"] == 0 and s["limit"] == 0
+    finally:
+        pygpu.set_pinned_pool_limit(stats["limit"])
+
+
+def test_transfer_config_validates():
+    with pytest.raises(ValueError):
+        pygpu.transfer_config(chunk=10)
+    with pytest.raises(ValueError):
+        pygpu.transfer_config(depth=1)
+    with pytest.raises(ValueError):
+        pygpu.transfer_config(threads=0)
+    with pytest.raises(TypeError):
+        pygpu.transfer_config(threads="4")
+    with pytest.raises(TypeError):
+        pygpu.transfer_config(8)
+    cfg = pygpu.transfer_config()
+    assert set(cfg) == {"chunk", "depth", "threads", "min_bytes"}
+
+
+def test_threads_transfer_at_once(staging):
+    rng = np.random.default_rng(3)
+    arrays = [rng.integers(0, 1000, (97, 131), dtype=np.int64) for _ in range(8)]
+    errors = []
+
+    def work(a):
+        try:
+            for _ in range(5):
+                g = pygpu.to_gpu(a)
+                np.testing.assert_array_equal(g.get(), a)
+                np.testing.assert_array_equal(g.T.get(), a.T)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(a,)) for a in arrays]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not any(t.is_alive() for t in threads), "a transfer thread hung"
+    assert not errors, errors
+
+
+def test_interrupt_stops_a_long_transfer_cleanly(staging):
+    pygpu.transfer_config(chunk=4096, depth=2, threads=1)
+    a = np.ones(64 << 20, np.uint8)
+    g = pygpu.empty(a.shape, np.uint8)
+    g[:8192] = a[:8192]         # the staging buffers are taken: part of the baseline
+    in_use = pygpu.pinned_pool_stats()["in_use"]
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGALRM, handler)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.01)
+        t0 = time.perf_counter()
+        with pytest.raises(KeyboardInterrupt):
+            for _ in range(50):         # 3.2 GiB in 4 KiB chunks: far longer than 10 ms
+                g.set(a)
+        assert time.perf_counter() - t0 < 30
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    # the machinery is free and correct afterwards
+    assert pygpu.pinned_pool_stats()["in_use"] == in_use
+    g.set(a)
+    assert int(g[::4096].get().sum()) == a.size // 4096
