@@ -166,13 +166,22 @@ static pygpu_status device_pass(ctx *c, const pygpu_pair *p, int which, char *vi
 
 typedef struct {                /* temporary buffers of one plan */
     void *host;
+    int host_pinned;            /* from the pinned pool */
     void *dev;
     int dev_pooled;
 } temps;
 
 static pygpu_status temps_free(ctx *c, temps *t, pygpu_status r)
 {
-    free(t->host);
+    if (t->host_pinned) {
+        /* DMA from page-locked memory is truly asynchronous: the buffer goes
+         * back to the pool only once the stream is past it. */
+        pygpu_status w = pygpu_rt_stream_synchronize(c->s);
+        if (r == 0)
+            r = note(c, w, "StreamSynchronize");
+        pygpu_pinned_give(t->host);
+    } else
+        free(t->host);
     t->host = NULL;
     if (t->dev) {
         pygpu_status f = t->dev_pooled ? pygpu_rt_free_async(t->dev, c->s) : pygpu_rt_free(t->dev);
@@ -183,8 +192,17 @@ static pygpu_status temps_free(ctx *c, temps *t, pygpu_status r)
     return r;
 }
 
+/* A host buffer: page-locked from the pool when big enough to matter (DMA
+ * at the link's speed, no page faults), else ordinary memory. */
 static pygpu_status host_temp(ctx *c, temps *t, size_t n)
 {
+    pygpu_transfer_config cfg;
+    pygpu_transfer_config_get(&cfg);
+    t->host_pinned = 0;
+    if (n >= cfg.min_bytes && (t->host = pygpu_pinned_take(n)) != NULL) {
+        t->host_pinned = 1;
+        return 0;
+    }
     t->host = malloc(n ? n : 1);
     return t->host ? 0 : note(c, PYGPU_RT_OUT_OF_MEMORY, "malloc");
 }

@@ -35,6 +35,8 @@ PY
 
 echo "== tests (PYGPU_BACKEND=cuda)"
 python3 -m pytest -q -ra 2>&1 | tee "$OUT/tests-cuda.log" | tail -40
+echo "== tests (PYGPU_BACKEND=cuda, every pageable copy staged)"
+PYGPU_TEST_STAGING=1 python3 -m pytest -q -x 2>&1 | tail -3
 echo "== tests (PYGPU_BACKEND=host)"
 PYGPU_BACKEND=host python3 -m pytest -q 2>&1 | tail -3
 [ "$what" = tests ] && exit 0
@@ -42,6 +44,9 @@ PYGPU_BACKEND=host python3 -m pytest -q 2>&1 | tail -3
 echo "== main job"
 python3 -m pygpu 2>&1 | tee "$OUT/main.log"
 
-echo "== benchmarks"
+echo "== python -m pygpu.bench"
+python3 -m pygpu.bench --plot "$OUT/bench.png" 2>/dev/null | tee "$OUT/pygpu-bench.txt"
+
+echo "== benchmarks (pytest-benchmark)"
 python3 -m pytest benchmarks -q --benchmark-columns=median,ops --benchmark-json="$OUT/bench.json" 2>&1 \
-    | tee "$OUT/bench.log" | tail -40
+    | tee "$OUT/bench.log" | grep -E "passed|failed|error" 

@@ -1,0 +1,337 @@
+"""Host <-> device throughput: PyGPU beside CuPy, PyTorch, Numba and the raw
+pinned cudaMemcpy ceiling, measured in one run.
+
+    python -m pygpu.bench                      the table, sizes 8 B .. 1 GiB
+    python -m pygpu.bench --sizes 16M 256M     some sizes
+    python -m pygpu.bench --plot bench.png     also draw GB/s against size
+
+The same cases feed the pytest-benchmark runs in benchmarks/test_transfers.py.
+Each case is a function of no arguments doing one whole transfer (returning
+when the data is there); GB/s counts the bytes the array holds.
+"""
+import argparse
+import ctypes
+import ctypes.util
+import importlib
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import pygpu
+
+KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+SIZES = [8, 64 * KiB, 1 * MiB, 16 * MiB, 256 * MiB, 1 * GiB]
+
+
+def parse_size(text):
+    units = {"K": KiB, "M": MiB, "G": GiB}
+    text = text.strip().upper().rstrip("B") or "0"
+    return int(float(text[:-1]) * units[text[-1]]) if text[-1] in units else int(text)
+
+
+def size_name(n):
+    for unit, name in ((GiB, "GiB"), (MiB, "MiB"), (KiB, "KiB")):
+        if n >= unit and n % unit == 0:
+            return f"{n // unit} {name}"
+    return f"{n} B"
+
+
+# ---- host memory of each kind -------------------------------------------------
+
+def pinned_array(nbytes):
+    """A uint8 NumPy array in page-locked memory (kept alive by the array)."""
+    return np.frombuffer(pygpu.mem_alloc_host(nbytes), np.uint8)
+
+
+def pageable_array(nbytes):
+    """A touched (faulted-in) ordinary NumPy array."""
+    a = np.empty(nbytes, np.uint8)
+    a[:] = 1
+    return a
+
+
+def strided_rows(nbytes, row=256):
+    """An every-other-row view of `nbytes` (rows of `row` bytes): the host
+    side of the strided cases is contiguous, the device side is the view."""
+    return (max(1, nbytes // row), row)
+
+
+# ---- the ceiling: raw cudaMemcpy ----------------------------------------------
+
+class RawCuda:
+    """cudaMemcpy between page-locked host memory and device memory, called
+    through CuPy's runtime binding when CuPy is there (thin), else ctypes."""
+
+    H2D, D2H = 1, 2
+
+    def __init__(self):
+        self.fn = None
+        try:
+            rt = importlib.import_module("cupy.cuda.runtime")
+            self.fn = lambda d, s, n, k: rt.memcpy(d, s, n, k)
+        except Exception:  # noqa: BLE001 - CuPy missing or broken: use ctypes
+            lib = None
+            for name in ("libcudart.so", "libcudart.so.13", "libcudart.so.12",
+                         ctypes.util.find_library("cudart"),
+                         os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "lib64", "libcudart.so")):
+                try:
+                    lib = ctypes.CDLL(name) if name else None
+                except OSError:
+                    continue
+                if lib:
+                    break
+            if lib:
+                f = lib.cudaMemcpy
+                f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+                f.restype = ctypes.c_int
+
+                def call(d, s, n, k):
+                    err = f(d, s, n, k)
+                    if err:
+                        raise RuntimeError(f"cudaMemcpy failed: {err}")
+                self.fn = call
+
+    def available(self):
+        return self.fn is not None and pygpu.backend == "cuda"
+
+    def case(self, direction, nbytes):
+        host = pinned_array(nbytes)
+        dev = pygpu.mem_alloc(nbytes)
+        hp, dp = host.ctypes.data, int(dev)
+        if direction == "H2D":
+            return lambda: self.fn(dp, hp, nbytes, self.H2D), (host, dev)
+        return lambda: self.fn(hp, dp, nbytes, self.D2H), (host, dev)
+
+
+# ---- the cases ----------------------------------------------------------------
+
+def pygpu_cases(nbytes):
+    """name -> (setup) for PyGPU; setup() returns (fn, keepalive)."""
+    def h2d(make_host):
+        def setup():
+            host = make_host(nbytes)
+            return (lambda: pygpu.to_gpu(host)), host
+        return setup
+
+    def d2h_new():
+        g = pygpu.to_gpu(pageable_array(nbytes))
+        return (lambda: g.get()), g
+
+    def d2h_into(make_host):
+        def setup():
+            g = pygpu.to_gpu(pageable_array(nbytes))
+            out = make_host(nbytes)
+            return (lambda: g.get(ary=out)), (g, out)
+        return setup
+
+    def strided_d2h(elementwise):
+        def setup():
+            if elementwise:
+                g = pygpu.to_gpu(pageable_array(2 * nbytes).view(np.float32 if nbytes >= 4 else np.uint8))
+                v = g[::2]
+            else:
+                rows, row = strided_rows(nbytes)
+                g = pygpu.to_gpu(pageable_array(2 * rows * row).reshape(2 * rows, row))
+                v = g[::2]
+            return (lambda: v.get()), (g, v)
+        return setup
+
+    def strided_h2d():
+        rows, row = strided_rows(nbytes)
+        g = pygpu.empty((2 * rows, row), np.uint8)
+        v = g[::2]
+        host = pageable_array(rows * row).reshape(rows, row)
+        return (lambda: v.set(host)), (g, v, host)
+
+    return {
+        "H2D pageable": h2d(pageable_array),
+        "H2D pinned": h2d(pinned_array),
+        "D2H new array": d2h_new,
+        "D2H pageable": d2h_into(pageable_array),
+        "D2H pinned": d2h_into(pinned_array),
+        "D2H rows [::2]": strided_d2h(False),
+        "H2D rows [::2]": strided_h2d,
+        "D2H elements [::2]": strided_d2h(True),
+    }
+
+
+def peer_cases(lib, nbytes):
+    """name -> setup for a peer library, or {} when it is not usable here."""
+    if pygpu.backend != "cuda":
+        return {}
+    try:
+        if lib == "cupy":
+            import cupy as cp
+
+            def h2d():
+                host = pageable_array(nbytes)
+                return (lambda: (cp.asarray(host), cp.cuda.get_current_stream().synchronize())), host
+
+            def d2h_new():
+                x = cp.asarray(pageable_array(nbytes))
+                return (lambda: x.get()), x
+
+            def d2h_into():
+                x, out = cp.asarray(pageable_array(nbytes)), pageable_array(nbytes)
+                return (lambda: x.get(out=out)), (x, out)
+        elif lib == "torch":
+            import torch
+
+            def h2d():
+                host = torch.from_numpy(pageable_array(nbytes))
+                return (lambda: host.to("cuda")), host
+
+            def d2h_new():
+                x = torch.ones(nbytes, dtype=torch.uint8, device="cuda")
+                return (lambda: x.cpu()), x
+
+            def d2h_into():
+                x, out = torch.ones(nbytes, dtype=torch.uint8, device="cuda"), torch.from_numpy(pageable_array(nbytes))
+                return (lambda: out.copy_(x)), (x, out)
+        elif lib == "numba":
+            if not hasattr(np, "row_stack"):
+                np.row_stack = np.vstack        # numba-cuda 0.30.4 on NumPy 2.5
+            from numba import cuda
+
+            def h2d():
+                host = pageable_array(nbytes)
+                return (lambda: cuda.to_device(host)), host
+
+            def d2h_new():
+                x = cuda.to_device(pageable_array(nbytes))
+                return (lambda: x.copy_to_host()), x
+
+            def d2h_into():
+                x, out = cuda.to_device(pageable_array(nbytes)), pageable_array(nbytes)
+                return (lambda: x.copy_to_host(out)), (x, out)
+        else:
+            return {}
+    except Exception:  # noqa: BLE001 - the peer does not import here
+        return {}
+    return {"H2D pageable": h2d, "D2H new array": d2h_new, "D2H pageable": d2h_into}
+
+
+# ---- timing -------------------------------------------------------------------
+
+def time_case(fn, nbytes, budget=0.5, min_runs=3, max_runs=50):
+    """Median seconds of fn() over runs filling about `budget` seconds."""
+    fn()                                        # warm-up: pools, page faults
+    times = []
+    start = time.perf_counter()
+    while len(times) < max_runs and (len(times) < min_runs or time.perf_counter() - start < budget):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def measure(sizes, peers=("cupy", "torch", "numba"), progress=None, budget=0.5):
+    """{(library, case): {size: (seconds, GB/s)}}."""
+    results = {}
+    raw = RawCuda()
+
+    def run(key, setup, n):
+        if progress:
+            progress(f"{key[0]} {key[1]}, {size_name(n)}")
+        fn, keep = setup()
+        t = time_case(fn, n, budget)
+        results.setdefault(key, {})[n] = (t, n / t / 1e9)
+        del keep
+
+    for n in sizes:
+        if raw.available():
+            for d in ("H2D", "D2H"):
+                run(("raw cudaMemcpy", f"{d} pinned"), lambda: raw.case(d, n), n)
+        for name, setup in pygpu_cases(n).items():
+            run(("pygpu", name), setup, n)
+        for lib in peers:
+            if n > 256 * MiB:
+                continue                        # the peers' pageable paths take seconds per GiB
+            for name, setup in peer_cases(lib, n).items():
+                run((lib, name), setup, n)
+    return results
+
+
+def ceiling(results, case, n):
+    """Raw pinned GB/s in the direction of `case` at size n, or None."""
+    key = ("raw cudaMemcpy", f"{case[:3]} pinned")
+    return results.get(key, {}).get(n, (None, None))[1]
+
+
+def table(results, sizes):
+    """The report: GB/s and the ratio to the raw pinned ceiling."""
+    lines = [f"PyGPU {pygpu.__version__}, backend {pygpu.backend}, "
+             f"device {pygpu.Device(0).name}; GB/s (ratio to raw pinned cudaMemcpy, same run)"]
+    head = f"{'library':<15} {'case':<19}" + "".join(f"{size_name(n):>17}" for n in sizes)
+    lines += [head, "-" * len(head)]
+    for (lib, case), row in sorted(results.items(), key=lambda kv: (kv[0][0] != "raw cudaMemcpy",
+                                                                    kv[0][0] != "pygpu", kv[0])):
+        cells = []
+        for n in sizes:
+            if n not in row:
+                cells.append(f"{'':>17}")
+                continue
+            gbs, top = row[n][1], ceiling(results, case, n)
+            ratio = f" ({gbs / top:4.2f})" if top and lib != "raw cudaMemcpy" else ""
+            if n < 64 * KiB:
+                cells.append(f"{row[n][0] * 1e6:>10.1f} us{ratio:>4}")
+            else:
+                cells.append(f"{gbs:>10.1f}{ratio:>7}")
+        lines.append(f"{lib:<15} {case:<19}" + "".join(cells))
+    return "\n".join(lines)
+
+
+def plot(results, sizes, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("--plot needs matplotlib", file=sys.stderr)
+        return False
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5), sharey=True)
+    for ax, direction in zip(axes, ("H2D", "D2H")):
+        for (lib, case), row in sorted(results.items()):
+            if not case.startswith(direction):
+                continue
+            xs = [n for n in sizes if n in row and n >= 64 * KiB]
+            style = "k--" if lib == "raw cudaMemcpy" else ("-o" if lib == "pygpu" else ":x")
+            ax.plot(xs, [row[n][1] for n in xs], style, label=f"{lib}: {case}", markersize=4)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("bytes")
+        ax.set_title(f"{direction} on {pygpu.Device(0).name}")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    axes[0].set_ylabel("GB/s")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return True
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m pygpu.bench", description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", nargs="+", type=parse_size, default=SIZES, help="sizes, e.g. 8 64K 16M 1G")
+    ap.add_argument("--peers", nargs="*", default=["cupy", "torch", "numba"], help="peers to compare")
+    ap.add_argument("--budget", type=float, default=0.5, help="seconds per cell (default 0.5)")
+    ap.add_argument("--plot", metavar="FILE.png", help="draw GB/s against size (needs matplotlib)")
+    args = ap.parse_args(argv)
+    tty = sys.stderr.isatty()
+
+    def progress(msg):
+        sys.stderr.write(("\r\033[K" if tty else "") + f"measuring {msg} ..." + ("" if tty else "\n"))
+        sys.stderr.flush()
+
+    results = measure(args.sizes, args.peers, progress, args.budget)
+    if tty:
+        sys.stderr.write("\r\033[K")
+    print(table(results, args.sizes))
+    if args.plot and plot(results, args.sizes, args.plot):
+        print(f"plot: {args.plot}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
