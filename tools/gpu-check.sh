@@ -50,3 +50,11 @@ python3 -m pygpu.bench --plot "$OUT/bench.png" 2>/dev/null | tee "$OUT/pygpu-ben
 echo "== benchmarks (pytest-benchmark)"
 python3 -m pytest benchmarks -q --benchmark-columns=median,ops --benchmark-json="$OUT/bench.json" 2>&1 \
     | tee "$OUT/bench.log" | grep -E "passed|failed|error" 
+python3 - "$OUT/bench.json" <<'PY' | tee "$OUT/bench-summary.txt"
+import json, sys
+data = json.load(open(sys.argv[1]))
+for b in sorted(data["benchmarks"], key=lambda b: (b["group"] or "", b["name"])):
+    extra = " ".join(f"{k}={v}" for k, v in b.get("extra_info", {}).items())
+    print(f"{b['group'] or '':<28} {b['name']:<52} median {b['stats']['median'] * 1e6:>12.2f} us  {extra}")
+PY
+rm -f "$OUT/bench.json"
