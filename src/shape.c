@@ -229,8 +229,7 @@ int pygpu_pair_is_dense(const pygpu_pair *p, int which, ptrdiff_t itemsize)
 
 typedef struct { uint64_t lo, hi; } bytes16;
 
-/* One row: n elements, strides ds/ss. */
-static void copy_row(char *d, ptrdiff_t ds, const char *s, ptrdiff_t ss, ptrdiff_t n, ptrdiff_t itemsize)
+void pygpu_copy_row(char *d, ptrdiff_t ds, const char *s, ptrdiff_t ss, ptrdiff_t n, ptrdiff_t itemsize)
 {
     if (ds == itemsize && ss == itemsize) {
         memmove(d, s, (size_t)(n * itemsize));
@@ -271,7 +270,7 @@ void pygpu_host_strided_copy(char *dst, const ptrdiff_t *dst_strides, const char
     }
     int inner = p.nd - 1;
     for (;;) {
-        copy_row(dst, p.strides[0][inner], src, p.strides[1][inner], p.shape[inner], itemsize);
+        pygpu_copy_row(dst, p.strides[0][inner], src, p.strides[1][inner], p.shape[inner], itemsize);
         int k = inner - 1;      /* odometer over the outer axes */
         for (; k >= 0; k--) {
             dst += p.strides[0][k];

@@ -70,6 +70,10 @@ void pygpu_pair_simplify(pygpu_pair *p, int lead);
  * axis order of `p` (so one copy of size * itemsize moves it). */
 int pygpu_pair_is_dense(const pygpu_pair *p, int which, ptrdiff_t itemsize);
 
+/* Copy n elements, ds and ss bytes apart (any strides, 0 for a repeated
+ * source element). */
+void pygpu_copy_row(char *dst, ptrdiff_t ds, const char *src, ptrdiff_t ss, ptrdiff_t n, ptrdiff_t itemsize);
+
 /* Copy elements between two host layouts of one shape (src strides may be
  * 0: broadcast).  Plain C, callable without the GIL. */
 void pygpu_host_strided_copy(char *dst, const ptrdiff_t *dst_strides, const char *src,

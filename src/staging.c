@@ -162,68 +162,84 @@ static void run_parallel(part_fn fn, void *arg, int nparts)
 
 /* ---- copies of element ranges --------------------------------------------- */
 
-/* Elements [start, start + count), in C order over shape, between a dense
- * buffer (holding exactly those elements) and a strided layout. */
-static void range_copy(char *dense, char *base, const ptrdiff_t *strides, int nd, const ptrdiff_t *shape,
-                       ptrdiff_t itemsize, ptrdiff_t start, ptrdiff_t count, int to_dense)
+/* One side of a range copy.  A dense side holds exactly the range: `ptr` is
+ * its first element and elements follow at itemsize.  A strided side holds
+ * element [0, ..., 0] at `ptr` - `origin` (so a buffer can hold a window of
+ * a bigger layout: origin is the window's first byte offset). */
+typedef struct {
+    char *ptr;
+    const ptrdiff_t *strides;   /* NULL: dense */
+    ptrdiff_t origin;
+} side;
+
+/* Elements [start, start + count), in C order over shape, from src to dst. */
+static void range_copy(side dst, side src, int nd, const ptrdiff_t *shape, ptrdiff_t itemsize,
+                       ptrdiff_t start, ptrdiff_t count)
 {
     ptrdiff_t idx[PYGPU_MAXDIMS];
-    char *p = base;
+    side *sides[2] = {&dst, &src};
+    char *p[2];
+    if (count <= 0)
+        return;
     if (nd == 0) {
-        if (count > 0)
-            memcpy(to_dense ? dense : base, to_dense ? base : dense, (size_t)itemsize);
+        memcpy(dst.strides ? dst.ptr - dst.origin : dst.ptr, src.strides ? src.ptr - src.origin : src.ptr,
+               (size_t)itemsize);
         return;
     }
     for (int i = nd - 1; i >= 0; i--) {      /* unravel start */
         idx[i] = start % shape[i];
         start /= shape[i];
-        p += idx[i] * strides[i];
+    }
+    for (int w = 0; w < 2; w++) {
+        p[w] = sides[w]->ptr;
+        if (sides[w]->strides) {
+            p[w] -= sides[w]->origin;
+            for (int i = 0; i < nd; i++)
+                p[w] += idx[i] * sides[w]->strides[i];
+        }
     }
     int inner = nd - 1;
-    ptrdiff_t st = strides[inner];
+    ptrdiff_t step[2] = {dst.strides ? dst.strides[inner] : itemsize, src.strides ? src.strides[inner] : itemsize};
     while (count > 0) {
         ptrdiff_t run = shape[inner] - idx[inner];
         if (run > count)
             run = count;
-        if (st == itemsize) {
-            if (to_dense)
-                memcpy(dense, p, (size_t)(run * itemsize));
-            else
-                memcpy(p, dense, (size_t)(run * itemsize));
-        } else if (to_dense) {
-            ptrdiff_t ds = itemsize;
-            pygpu_host_strided_copy(dense, &ds, p, &st, 1, &run, itemsize);
-        } else {
-            ptrdiff_t ds = itemsize;
-            pygpu_host_strided_copy(p, &st, dense, &ds, 1, &run, itemsize);
-        }
-        dense += run * itemsize;
+        pygpu_copy_row(p[0], step[0], p[1], step[1], run, itemsize);
         count -= run;
-        p += run * st;
+        p[0] += run * step[0];
+        p[1] += run * step[1];
         idx[inner] += run;
         for (int k = inner; k > 0 && idx[k] == shape[k]; k--) {     /* carry */
-            p -= shape[k] * strides[k];
             idx[k] = 0;
             idx[k - 1]++;
-            p += strides[k - 1];
+            for (int w = 0; w < 2; w++)
+                if (sides[w]->strides)
+                    p[w] += sides[w]->strides[k - 1] - shape[k] * sides[w]->strides[k];
         }
     }
 }
 
 typedef struct {
-    char *dense, *base;
-    const ptrdiff_t *strides, *shape;
-    int nd, to_dense;
+    side dst, src;
+    const ptrdiff_t *shape;
+    int nd;
     ptrdiff_t itemsize, start, count;
 } range_job;
+
+static side advance(side s, ptrdiff_t elements, ptrdiff_t itemsize)
+{
+    if (!s.strides)
+        s.ptr += elements * itemsize;
+    return s;
+}
 
 static void range_part(void *arg, int k, int n)
 {
     range_job *j = arg;
     ptrdiff_t per = (j->count + n - 1) / n, a = per * k, b = a + per > j->count ? j->count : a + per;
     if (a < b)
-        range_copy(j->dense + a * j->itemsize, j->base, j->strides, j->nd, j->shape, j->itemsize,
-                   j->start + a, b - a, j->to_dense);
+        range_copy(advance(j->dst, a, j->itemsize), advance(j->src, a, j->itemsize), j->nd, j->shape,
+                   j->itemsize, j->start + a, b - a);
 }
 
 /* Split a range copy across the workers (in pieces of at least 256 KiB). */
@@ -243,21 +259,8 @@ void pygpu_parallel_strided_copy(char *dst, const ptrdiff_t *dst_strides, const 
                                  ptrdiff_t itemsize, ptrdiff_t start, ptrdiff_t count)
 {
     pygpu_transfer_config c;
-    ptrdiff_t ds[PYGPU_MAXDIMS], s = itemsize;
-    for (int i = nd - 1; i >= 0; i--) {
-        ds[i] = s;
-        s *= shape[i];
-    }
-    int dst_dense = memcmp(dst_strides, ds, (size_t)nd * sizeof *ds) == 0;
-    int src_dense = memcmp(src_strides, ds, (size_t)nd * sizeof *ds) == 0;
-    if (!dst_dense && !src_dense) {     /* split only between a dense and a strided side */
-        pygpu_host_strided_copy(dst, dst_strides, src, src_strides, nd, shape, itemsize);
-        return;
-    }
     pygpu_transfer_config_get(&c);
-    range_job j = {dst_dense ? dst + start * itemsize : (char *)src + start * itemsize,
-                   dst_dense ? (char *)src : dst, dst_dense ? src_strides : dst_strides, shape, nd,
-                   dst_dense, itemsize, start, count};
+    range_job j = {{dst, dst_strides, 0}, {(char *)src, src_strides, 0}, shape, nd, itemsize, start, count};
     parallel_range(&j, c.threads);
 }
 
@@ -424,7 +427,7 @@ pygpu_status pygpu_staged_h2d(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
         ptrdiff_t cnt = n - e < per ? n - e : per;
         if ((r = buffer_free(c, b)) != 0 || stop_now(c))
             break;
-        range_job j = {eng.buf[b], h.ptr, h.strides, h.shape, h.nd, 1, h.itemsize, e, cnt};
+        range_job j = {{eng.buf[b], NULL, 0}, {h.ptr, h.strides, 0}, h.shape, h.nd, h.itemsize, e, cnt};
         parallel_range(&j, cfg.threads);
         r = queue_copy(c, b, dev + e * h.itemsize, eng.buf[b], (size_t)(cnt * h.itemsize), PYGPU_COPY_H2D);
     }
@@ -456,7 +459,7 @@ pygpu_status pygpu_staged_d2h(pygpu_staging_ctx *c, pygpu_host_layout h, const c
         ptrdiff_t e = i * per, cnt = n - e < per ? n - e : per;
         if (r != 0 || (r = buffer_free(c, b)) != 0 || stop_now(c))
             break;
-        range_job j = {eng.buf[b], h.ptr, h.strides, h.shape, h.nd, 0, h.itemsize, e, cnt};
+        range_job j = {{h.ptr, h.strides, 0}, {eng.buf[b], NULL, 0}, h.shape, h.nd, h.itemsize, e, cnt};
         parallel_range(&j, cfg.threads);
     }
     for (int b = 0; b < eng.depth; b++) {   /* nothing left in flight into the buffers */

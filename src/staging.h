@@ -46,8 +46,7 @@ void pygpu_transfer_config_set(const pygpu_transfer_config *c);
 /* ---- host copies on the worker threads --------------------------------- */
 
 /* Copy elements [start, start + count) (in C order over `shape`) between two
- * host layouts of which one is dense (C order), split across the worker
- * threads; with neither dense, the whole copy runs on the caller's thread. */
+ * host layouts, split across the worker threads. */
 void pygpu_parallel_strided_copy(char *dst, const ptrdiff_t *dst_strides, const char *src,
                                  const ptrdiff_t *src_strides, int nd, const ptrdiff_t *shape,
                                  ptrdiff_t itemsize, ptrdiff_t start, ptrdiff_t count);
