@@ -45,15 +45,26 @@ static int interrupted(void *arg)
     return r < 0;
 }
 
-/* Run a staged copy; *staged says whether the pipeline took it. */
+static pygpu_staging_ctx staging_ctx(ctx *c)
+{
+    return (pygpu_staging_ctx){c->s, interrupted, c, NULL, 0};
+}
+
+/* Fold a staged copy's outcome into the plan's context. */
+static pygpu_status staged_done(ctx *c, const pygpu_staging_ctx *sc, pygpu_status r)
+{
+    if (sc->call && !c->call)
+        c->call = sc->call;
+    c->stopped |= sc->stopped;
+    return r;
+}
+
+/* Run a staged copy; *done says whether the pipeline took it. */
 static pygpu_status staged(ctx *c, int to_device, char *dev, pygpu_host_layout h, int *done)
 {
-    pygpu_staging_ctx sc = {c->s, interrupted, c, NULL, 0};
+    pygpu_staging_ctx sc = staging_ctx(c);
     pygpu_status r = to_device ? pygpu_staged_h2d(&sc, dev, h, done) : pygpu_staged_d2h(&sc, h, dev, done);
-    if (sc.call && !c->call)
-        c->call = sc.call;
-    c->stopped |= sc.stopped;
-    return r;
+    return staged_done(c, &sc, r);
 }
 
 static pygpu_status note(ctx *c, pygpu_status r, const char *call)
@@ -268,6 +279,14 @@ static pygpu_status dense_to_host(ctx *c, const pygpu_pair *p, int which, char *
     return temps_free(c, &t, r);
 }
 
+/* Copies this big are worth the pipeline (whatever the host memory). */
+static size_t pipeline_min_bytes(void)
+{
+    pygpu_transfer_config cfg;
+    pygpu_transfer_config_get(&cfg);
+    return cfg.min_bytes;
+}
+
 /* 1 if a copy of `nbytes` to or from `host` is worth the pinned pipeline. */
 static int pageable(const void *host, const pygpu_pair *p, ptrdiff_t itemsize)
 {
@@ -283,10 +302,21 @@ static pygpu_status h2d(ctx *c, const pygpu_pair *p, const geometry *g, char *ds
     pygpu_status r;
     if (pygpu_pair_is_dense(p, 0, itemsize))
         return host_to_dense(c, p, 1, dst, src, itemsize);
+    int stage = pageable(src, p, itemsize);
     /* A few wide rows straight between the layouts, unless the host side
-     * is pageable: then the pipeline to a dense buffer is faster. */
-    if (g->calls <= MAX_DIRECT_CALLS && g->width >= WIDE_ROW && !pageable(src, p, itemsize))
+     * is pageable: then the pipeline is faster. */
+    if (g->calls <= MAX_DIRECT_CALLS && g->width >= WIDE_ROW && !stage)
         return engine(c, p, g, dst, src, PYGPU_COPY_H2D);
+    /* Rows (or single elements) at a pitch: staged straight into them by
+     * 2-D copies, no device-side pass. */
+    if (stage && g->calls == 1 && g->hax == 0) {
+        pygpu_host_layout h = {(char *)src, p->strides[1], p->nd, p->shape, itemsize};
+        pygpu_staging_ctx sc = staging_ctx(c);
+        int done = 0;
+        r = staged_done(c, &sc, pygpu_staged_h2d_rows(&sc, dst, p->strides[0][0], g->width, h, &done));
+        if (r != 0 || done)
+            return r;
+    }
     /* Up into a dense device buffer, scattered on the device. */
     if ((r = dev_temp(c, &t, nbytes)) == 0 && (r = host_to_dense(c, p, 1, t.dev, src, itemsize)) == 0)
         r = device_pass(c, p, 0, dst, t.dev, itemsize, 0);
@@ -321,8 +351,17 @@ static pygpu_status d2h(ctx *c, const pygpu_pair *p, const geometry *g, char *ds
             r = dense_to_host(c, p, 0, dst, t.dev, itemsize);
         return temps_free(c, &t, r);
     }
-    /* Narrow rows, not too sparse: down goes the covering extent as plain
-     * bytes; the host gathers. */
+    /* Narrow rows, not too sparse: the bytes the view covers come down in
+     * windows through the pipeline while the workers gather each one. */
+    if (nbytes >= pipeline_min_bytes()) {
+        pygpu_host_layout h = {dst, p->strides[0], p->nd, p->shape, itemsize};
+        pygpu_staging_ctx sc = staging_ctx(c);
+        int done = 0;
+        r = staged_done(c, &sc, pygpu_staged_d2h_view(&sc, h, src, p->strides[1], &done));
+        if (r != 0 || done)
+            return r;
+    }
+    /* Else down goes the covering extent in one copy; the host gathers. */
     pygpu_pair bytes;
     ptrdiff_t one = 1, ext = hi - lo;
     pygpu_pair_init(&bytes, 1, &ext, &one, &one);

@@ -391,6 +391,16 @@ static ptrdiff_t layout_size(const pygpu_host_layout *h)
     return n;
 }
 
+/* Bytes per chunk for a transfer of `total` bytes: small transfers use
+ * smaller chunks so that several overlap (at least 2 * depth of them). */
+static size_t chunk_bytes(const pygpu_transfer_config *cfg, size_t total)
+{
+    size_t want = total / (size_t)(2 * eng.depth), floor = (size_t)256 << 10;
+    if (want < floor)
+        want = floor;
+    return want < cfg->chunk ? want : cfg->chunk;
+}
+
 static int stop_now(pygpu_staging_ctx *c)
 {
     if (c->interrupted && c->interrupted(c->interrupt_arg)) {
@@ -421,7 +431,7 @@ pygpu_status pygpu_staged_h2d(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
     if (!engine_take(&cfg, h.itemsize))
         return 0;
     *staged = 1;
-    ptrdiff_t n = layout_size(&h), per = (ptrdiff_t)cfg.chunk / h.itemsize;
+    ptrdiff_t n = layout_size(&h), per = (ptrdiff_t)chunk_bytes(&cfg, (size_t)(n * h.itemsize)) / h.itemsize;
     for (ptrdiff_t e = 0, i = 0; e < n && r == 0; e += per, i++) {
         int b = (int)(i % eng.depth);
         ptrdiff_t cnt = n - e < per ? n - e : per;
@@ -443,7 +453,7 @@ pygpu_status pygpu_staged_d2h(pygpu_staging_ctx *c, pygpu_host_layout h, const c
     if (!engine_take(&cfg, h.itemsize))
         return 0;
     *staged = 1;
-    ptrdiff_t n = layout_size(&h), per = (ptrdiff_t)cfg.chunk / h.itemsize;
+    ptrdiff_t n = layout_size(&h), per = (ptrdiff_t)chunk_bytes(&cfg, (size_t)(n * h.itemsize)) / h.itemsize;
     ptrdiff_t nchunks = (n + per - 1) / per, issued = 0;
     /* Keep `depth` chunks in flight: DMA of the next ones overlaps the host
      * copy of this one. */
@@ -466,6 +476,122 @@ pygpu_status pygpu_staged_d2h(pygpu_staging_ctx *c, pygpu_host_layout h, const c
         pygpu_status f = buffer_free(c, b);
         if (f != 0 && r == 0)
             r = f;
+    }
+    pthread_mutex_unlock(&engine_mu);
+    return r;
+}
+
+/* ---- strided device views --------------------------------------------------- */
+
+/* Byte offset of element `e` (C order over shape) in a layout. */
+static ptrdiff_t offset_of(ptrdiff_t e, int nd, const ptrdiff_t *shape, const ptrdiff_t *strides)
+{
+    ptrdiff_t off = 0;
+    for (int i = nd - 1; i >= 0; i--) {
+        off += (e % shape[i]) * strides[i];
+        e /= shape[i];
+    }
+    return off;
+}
+
+typedef struct {
+    ptrdiff_t e, cnt, off;      /* elements [e, e + cnt), device bytes from off */
+} window;
+
+/* The next window from element e: as many elements as fit `limit` bytes of
+ * the device layout (at least one). */
+static window next_window(ptrdiff_t e, ptrdiff_t n, ptrdiff_t guess, size_t limit, int nd,
+                          const ptrdiff_t *shape, const ptrdiff_t *strides, ptrdiff_t itemsize)
+{
+    window w = {e, n - e < guess ? n - e : guess, offset_of(e, nd, shape, strides)};
+    while (w.cnt > 1 && (size_t)(offset_of(e + w.cnt - 1, nd, shape, strides) - w.off + itemsize) > limit)
+        w.cnt /= 2;
+    return w;
+}
+
+pygpu_status pygpu_staged_d2h_view(pygpu_staging_ctx *c, pygpu_host_layout h, const char *dev,
+                                   const ptrdiff_t *dev_strides, int *staged)
+{
+    pygpu_transfer_config cfg;
+    pygpu_status r = 0;
+    window win[MAX_DEPTH];
+    ptrdiff_t lo, hi;
+    *staged = 0;
+    if (!engine_take(&cfg, h.itemsize))
+        return 0;
+    *staged = 1;
+    ptrdiff_t n = layout_size(&h);
+    pygpu_shape_extent(h.nd, h.shape, dev_strides, h.itemsize, &lo, &hi);
+    size_t limit = chunk_bytes(&cfg, (size_t)(hi - lo));
+    ptrdiff_t guess = (ptrdiff_t)((double)limit / ((double)(hi - lo) / (double)n));
+    if (guess < 1)
+        guess = 1;
+    ptrdiff_t next = 0, done = 0;
+    int issued = 0, retired = 0;
+    /* Windows of the covering bytes come down `depth` at a time; the
+     * workers gather each one's elements while the next ones move. */
+    while (done < n && r == 0) {
+        for (; issued - retired < eng.depth && next < n && r == 0; issued++) {
+            int b = issued % eng.depth;
+            win[b] = next_window(next, n, guess, limit, h.nd, h.shape, dev_strides, h.itemsize);
+            size_t bytes = (size_t)(offset_of(win[b].e + win[b].cnt - 1, h.nd, h.shape, dev_strides) - win[b].off +
+                                    h.itemsize);
+            next += win[b].cnt;
+            if ((r = buffer_free(c, b)) == 0)
+                r = queue_copy(c, b, eng.buf[b], dev + win[b].off, bytes, PYGPU_COPY_D2H);
+        }
+        int b = retired % eng.depth;
+        if (r != 0 || (r = buffer_free(c, b)) != 0 || stop_now(c))
+            break;
+        range_job j = {{h.ptr, h.strides, 0}, {eng.buf[b], dev_strides, win[b].off}, h.shape, h.nd, h.itemsize,
+                       win[b].e, win[b].cnt};
+        parallel_range(&j, cfg.threads);
+        done += win[b].cnt;
+        retired++;
+    }
+    for (int b = 0; b < eng.depth; b++) {
+        pygpu_status f = buffer_free(c, b);
+        if (f != 0 && r == 0)
+            r = f;
+    }
+    pthread_mutex_unlock(&engine_mu);
+    return r;
+}
+
+pygpu_status pygpu_staged_h2d_rows(pygpu_staging_ctx *c, char *dev, ptrdiff_t pitch, ptrdiff_t width,
+                                   pygpu_host_layout h, int *staged)
+{
+    pygpu_transfer_config cfg;
+    pygpu_status r = 0;
+    *staged = 0;
+    ptrdiff_t n = layout_size(&h), per_row = width / h.itemsize, rows = n / per_row;
+    if (!engine_take(&cfg, h.itemsize))
+        return 0;
+    size_t limit = chunk_bytes(&cfg, (size_t)(n * h.itemsize));
+    ptrdiff_t k = (ptrdiff_t)limit / width;
+    if (k < 1) {
+        pthread_mutex_unlock(&engine_mu);
+        return 0;               /* rows wider than a buffer: another way */
+    }
+    *staged = 1;
+    for (ptrdiff_t row = 0, i = 0; row < rows && r == 0; row += k, i++) {
+        int b = (int)(i % eng.depth);
+        ptrdiff_t cnt = rows - row < k ? rows - row : k;
+        if ((r = buffer_free(c, b)) != 0 || stop_now(c))
+            break;
+        range_job j = {{eng.buf[b], NULL, 0}, {h.ptr, h.strides, 0}, h.shape, h.nd, h.itemsize, row * per_row,
+                       cnt * per_row};
+        parallel_range(&j, cfg.threads);
+        r = pygpu_rt_memcpy2d_async(dev + row * pitch, (size_t)pitch, eng.buf[b], (size_t)width, (size_t)width,
+                                    (size_t)cnt, PYGPU_COPY_H2D, c->stream);
+        if (r != 0) {
+            c->call = "Memcpy2DAsync";
+            break;
+        }
+        if ((r = pygpu_rt_event_record(eng.ev[b], c->stream)) != 0)
+            c->call = "EventRecord";
+        else
+            eng.recorded[b] = 1;
     }
     pthread_mutex_unlock(&engine_mu);
     return r;

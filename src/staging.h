@@ -85,6 +85,15 @@ int pygpu_should_stage(const void *host, size_t nbytes);
 pygpu_status pygpu_staged_h2d(pygpu_staging_ctx *c, char *dev, pygpu_host_layout host, int *staged);
 /* Dense device memory -> host (any layout); returns when the host has it. */
 pygpu_status pygpu_staged_d2h(pygpu_staging_ctx *c, pygpu_host_layout host, const char *dev, int *staged);
+/* A device view with non-negative strides `dev_strides` (over the host
+ * layout's shape) -> host: windows of the bytes it covers come down and the
+ * workers gather the elements; done when this returns. */
+pygpu_status pygpu_staged_d2h_view(pygpu_staging_ctx *c, pygpu_host_layout host, const char *dev,
+                                   const ptrdiff_t *dev_strides, int *staged);
+/* Host -> device rows: the elements (in C order) go to rows of `width`
+ * bytes, `pitch` bytes apart, by 2-D copies from the staging buffers. */
+pygpu_status pygpu_staged_h2d_rows(pygpu_staging_ctx *c, char *dev, ptrdiff_t pitch, ptrdiff_t width,
+                                   pygpu_host_layout host, int *staged);
 /* Wait for and give back the staging buffers (before a fork, at exit, or
  * when the configuration changes). */
 void pygpu_staging_release(void);

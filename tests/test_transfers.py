@@ -150,3 +150,30 @@ def test_interrupt_stops_a_long_transfer_cleanly(staging):
     assert pygpu.pinned_pool_stats()["in_use"] == in_use
     g.set(a)
     assert int(g[::4096].get().sum()) == a.size // 4096
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_staged_strided_device_views(staging, dtype):
+    """Every-other-element and every-other-row views, both directions, with
+    pageable and F-order host sides (windows and rows end mid-way)."""
+    rng = np.random.default_rng(11)
+    n = 50_001
+    a = (rng.standard_normal(2 * n) * 100).astype(dtype)
+    g = pygpu.to_gpu(a)
+    np.testing.assert_array_equal(g[::2].get(), a[::2])
+    np.testing.assert_array_equal(g[1::3].get(), a[1::3])
+    np.testing.assert_array_equal(g[::-2].get(), a[::-2])
+    out = np.empty(len(a[::2]) * 2, dtype)[::2]
+    g[::2].get(ary=out)
+    np.testing.assert_array_equal(out, a[::2])
+    fresh = (rng.standard_normal(len(a[::2])) * 100).astype(dtype)
+    g[::2] = fresh
+    a[::2] = fresh
+    np.testing.assert_array_equal(g.get(), a)
+    m = (rng.standard_normal((301, 3, 7)) * 100).astype(dtype)
+    d = pygpu.to_gpu(m)
+    np.testing.assert_array_equal(d[::2, :, ::3].get(), m[::2, :, ::3])
+    rows = (rng.standard_normal((151, 3, 7)) * 100).astype(dtype)
+    d[::2] = np.asfortranarray(rows)
+    m[::2] = rows
+    np.testing.assert_array_equal(d.get(), m)
