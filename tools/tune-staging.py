@@ -15,13 +15,17 @@ sizes = [bench.parse_size(s) for s in sys.argv[1:]] or [16 << 20, 256 << 20, 1 <
 raw = bench.RawCuda()
 base = pygpu.transfer_config()
 configs = [dict(threads=t) for t in (4, 8, 12, 16)]
-configs += [dict(chunk=c << 20, threads=8) for c in (2, 4, 8, 32)]
-configs += [dict(depth=d, threads=8) for d in (2, 3, 6, 8)]
+configs += [dict(chunk=c << 20, threads=t) for c in (4, 8, 32) for t in (8, 16)]
+configs += [dict(depth=d, threads=16) for d in (2, 3, 6)]
 for n in sizes:
     host = bench.pageable_array(n)
     out = bench.pageable_array(n)
     g = pygpu.to_gpu(host)
-    ceil = {d: n / bench.time_case(raw.case(d, n)[0], n, 0.3) / 1e9 for d in ("H2D", "D2H")} if raw.available() else {}
+    ceil = {}
+    for d in ("H2D", "D2H") if raw.available() else ():
+        fn, keep = raw.case(d, n)
+        ceil[d] = n / bench.time_case(fn, n, 0.3) / 1e9
+        del keep
     print(f"{bench.size_name(n)}: raw pinned H2D {ceil.get('H2D', 0):.1f} D2H {ceil.get('D2H', 0):.1f} GB/s")
     for cfg in configs:
         pygpu.transfer_config(**{**base, **cfg})
