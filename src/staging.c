@@ -254,11 +254,11 @@ static void range_part(void *arg, int k, int n)
                    j->itemsize, j->start + a, b - a);
 }
 
-/* Split a range copy across the workers (in pieces of at least 256 KiB). */
+/* Split a range copy across the workers (in pieces of at least 64 KiB). */
 static void parallel_range(range_job *j, int threads)
 {
     ptrdiff_t bytes = j->count * j->itemsize;
-    int n = (int)(bytes / (256 << 10));
+    int n = (int)(bytes / (64 << 10));
     if (n > threads)
         n = threads;
     if (n < 1)
