@@ -16,6 +16,7 @@
 #include "staging.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
@@ -56,8 +57,10 @@ typedef void (*part_fn)(void *arg, int part, int nparts);
 
 /* Workers spin for a while after each job before they sleep: a transfer
  * hands them a job per chunk, every few tens of microseconds, and waking a
- * sleeping thread costs about as much. */
-#define SPIN_ROUNDS 200000
+ * sleeping thread costs about as much.  After the first rounds they yield
+ * as they spin, so that the thread queuing the DMA always gets a core. */
+#define SPIN_ROUNDS 20000
+#define PAUSE_ROUNDS 2000
 
 static pthread_mutex_t job_mu = PTHREAD_MUTEX_INITIALIZER;    /* one job at a time */
 static pthread_mutex_t work_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -91,8 +94,12 @@ static void *worker_main(void *unused)
     (void)unused;
     unsigned long seen = atomic_load(&job_gen);
     for (;;) {
-        for (int i = 0; i < SPIN_ROUNDS && atomic_load(&job_gen) == seen; i++)
-            cpu_relax();
+        for (int i = 0; i < SPIN_ROUNDS && atomic_load(&job_gen) == seen; i++) {
+            if (i < PAUSE_ROUNDS)
+                cpu_relax();
+            else
+                sched_yield();
+        }
         if (atomic_load(&job_gen) == seen) {
             pthread_mutex_lock(&work_mu);
             atomic_fetch_add(&sleepers, 1);
