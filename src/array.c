@@ -95,6 +95,10 @@ PyObject *pygpu_array_empty(pygpu_state *st, PyTypeObject *tp, PyArray_Descr *de
     }
     PyGPUMemory *m = (PyGPUMemory *)mem;
     PyObject *a = pygpu_array_wrap(st, tp, descr, nd, shape, strides, m->ptr, mem, NULL, m->device, 1);
+    if (a) {    /* the memory is ready on the stream it was allocated on */
+        ((PyGPUArray *)a)->last_stream = m->stream;
+        ((PyGPUArray *)a)->last_stream_ref = Py_XNewRef(m->stream_ref);
+    }
     Py_DECREF(mem);
     return a;
 }
@@ -343,6 +347,7 @@ static int array_traverse(PyObject *self, visitproc visit, void *arg)
     Py_VISIT(Py_TYPE(self));
     Py_VISIT(a->mem);
     Py_VISIT(a->base);
+    Py_VISIT(a->last_stream_ref);
     return 0;
 }
 
@@ -353,6 +358,7 @@ static int array_clear(PyObject *self)
     Py_CLEAR(a->base);
     Py_CLEAR(a->shape_tuple);
     Py_CLEAR(a->ptr_int);
+    Py_CLEAR(a->last_stream_ref);
     return 0;
 }
 

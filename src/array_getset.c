@@ -126,6 +126,11 @@ PyGetSetDef pygpu_array_getset[] = {
     {"device", get_device, NULL, "The Device holding the array.", NULL},
     {"flags", get_flags, NULL, "Layout flags: c_contiguous, f_contiguous, forc, writeable.", NULL},
     {"T", get_T, NULL, "The transpose (a view).", NULL},
+#ifdef PYGPU_BACKEND_CUDA
+    {"__cuda_array_interface__", pygpu_array_cai, NULL,
+     "The CUDA Array Interface (version 3): shape, typestr, data, strides, descr and the stream\n"
+     "of the array's pending work.  CUDA arrays only: HIP and host arrays export DLPack.", NULL},
+#endif
     {0},
 };
 

@@ -196,6 +196,10 @@ static PyObject *dense_copy(pygpu_state *st, PyGPUArray *a, int fortran, pygpu_s
                                                     stream);
     if (c && pygpu_copy(st, device_side(c), device_side(a), a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, 1) < 0)
         Py_CLEAR(c);
+    if (c) {
+        pygpu_array_note_stream(st, c, stream, s);
+        pygpu_array_note_stream(st, a, stream, s);
+    }
     return (PyObject *)c;
 }
 
@@ -219,6 +223,10 @@ int pygpu_array_assign(PyGPUArray *a, PyObject *value, PyObject *stream, int asy
             }
             r = pygpu_copy(st, device_side(a), device_side(v), a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, async);
             Py_XDECREF(tmp);
+            if (r == 0) {
+                pygpu_array_note_stream(st, a, stream, s);
+                pygpu_array_note_stream(st, (PyGPUArray *)value, stream, s);
+            }
             return r;
         }
         /* Broadcasting or casting: through the host, where NumPy does both. */
@@ -235,6 +243,8 @@ int pygpu_array_assign(PyGPUArray *a, PyObject *value, PyObject *stream, int asy
         pygpu_side src = {PyArray_BYTES(h), strides, 0};
         r = pygpu_copy(st, device_side(a), src, a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, async);
     }
+    if (r == 0)
+        pygpu_array_note_stream(st, a, stream, s);
     Py_DECREF(h);
 done:
     Py_XDECREF(host);
@@ -343,6 +353,8 @@ static PyObject *array_fill(PyObject *self, PyObject *args, PyObject *kwds)
     }
     int r = pygpu_fill(st, device_side(SELF), SELF->nd, GA_SHAPE(SELF), GA_ITEMSIZE(SELF), PyArray_BYTES(v), s);
     Py_DECREF(v);
+    if (r == 0)
+        pygpu_array_note_stream(st, SELF, stream, s);
     return r < 0 ? NULL : Py_NewRef(self);
 }
 
@@ -434,6 +446,8 @@ static PyObject *reshape_to(PyGPUArray *a, int nd, const ptrdiff_t *shape, int f
     pygpu_shape_strides(nd, shape, GA_ITEMSIZE(a), fortran, strides);
     PyObject *r = pygpu_array_wrap(st, Py_TYPE(a), (Py_INCREF(a->descr), a->descr), nd, shape, strides, c->data,
                                    c->mem, NULL, c->device, 1);
+    if (r)
+        pygpu_array_note_stream(st, (PyGPUArray *)r, NULL, s);
     Py_DECREF(c);
     return r;
 }
@@ -491,6 +505,8 @@ static PyObject *array_flatten(PyObject *self, PyObject *args, PyObject *kwds)
         return NULL;
     PyObject *r = pygpu_array_wrap(st, Py_TYPE(self), (Py_INCREF(SELF->descr), SELF->descr), 1, &n, &stride,
                                    c->data, c->mem, NULL, c->device, 1);
+    if (r)
+        pygpu_array_note_stream(st, (PyGPUArray *)r, NULL, s);
     Py_DECREF(c);
     return r;
 }
@@ -627,5 +643,11 @@ PyMethodDef pygpu_array_methods[] = {
      "transpose(*axes)\n--\n\nA view with the axes permuted (reversed by default)."},
     {"swapaxes", array_swapaxes, METH_VARARGS, "swapaxes(axis1, axis2, /)\n--\n\nA view with two axes swapped."},
     {"__array__", KW(array_dunder_array), "__array__(dtype=None, copy=None)\n--\n\nA host copy for NumPy."},
+    {"__dlpack__", (PyCFunction)(void (*)(void))pygpu_array_dlpack, METH_FASTCALL | METH_KEYWORDS,
+     "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
+     "A DLPack capsule viewing the array (Array API standard), ordered after its pending work\n"
+     "on the consumer's `stream`: versioned when max_version >= (1, 0), legacy otherwise."},
+    {"__dlpack_device__", pygpu_array_dlpack_device, METH_NOARGS,
+     "__dlpack_device__()\n--\n\n(device_type, device_id): (kDLCUDA=2, id), (kDLROCM=10, id) or (kDLCPU=1, 0)."},
     {0},
 };

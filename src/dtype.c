@@ -39,3 +39,23 @@ PyArray_Descr *pygpu_descr_arg(PyObject *obj)
     }
     return d;
 }
+
+PyArray_Descr *pygpu_descr_from_kind(char kind, int itemsize)
+{
+    int t = -1;
+    switch (kind) {
+    case 'b': t = itemsize == 1 ? NPY_BOOL : -1; break;
+    case 'i':
+        t = itemsize == 1 ? NPY_INT8 : itemsize == 2 ? NPY_INT16 : itemsize == 4 ? NPY_INT32
+          : itemsize == 8 ? NPY_INT64 : -1;
+        break;
+    case 'u':
+        t = itemsize == 1 ? NPY_UINT8 : itemsize == 2 ? NPY_UINT16 : itemsize == 4 ? NPY_UINT32
+          : itemsize == 8 ? NPY_UINT64 : -1;
+        break;
+    case 'f': t = itemsize == 2 ? NPY_HALF : itemsize == 4 ? NPY_FLOAT : itemsize == 8 ? NPY_DOUBLE : -1; break;
+    case 'c': t = itemsize == 8 ? NPY_CFLOAT : itemsize == 16 ? NPY_CDOUBLE : -1; break;
+    default: break;
+    }
+    return t < 0 ? NULL : PyArray_DescrFromType(t);
+}

@@ -72,7 +72,7 @@ static PyObject *errobj_new(PyTypeObject *tp, PyObject *args, PyObject *kwds)
     } else if (arg) {
         if (!PyIndex_Check(arg))
             return PyErr_Format(PyExc_TypeError,
-                                "cudaError_t() takes an int or an error object, not %.100s",
+                                "a cudaError_t is made from an int or an error object, not %.100s",
                                 Py_TYPE(arg)->tp_name);
         long v = PyLong_AsLong(arg);
         if (v == -1 && PyErr_Occurred())

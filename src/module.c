@@ -171,7 +171,7 @@ static int module_exec(PyObject *m)
         pygpu_memory_init(m, st) < 0 || pygpu_pinned_init(m, st) < 0 ||
         add_methods(m, pygpu_memcpy_methods) < 0 || add_methods(m, pygpu_pinned_methods) < 0 ||
         add_methods(m, pygpu_transfer_methods) < 0 ||
-        pygpu_array_init(m, st) < 0 || pygpu_capi_init(m, st) < 0)
+        pygpu_array_init(m, st) < 0 || pygpu_capi_init(m, st) < 0 || pygpu_interop_init(m, st) < 0)
         return -1;
     return 0;
 }
@@ -194,6 +194,7 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg)
     Py_VISIT(st->devices);
     Py_VISIT(st->null_stream);
     Py_VISIT(st->per_thread_stream);
+    Py_VISIT(st->interop);
     return 0;
 }
 
@@ -204,6 +205,7 @@ static int module_clear(PyObject *m)
     Py_CLEAR(st->devices);
     Py_CLEAR(st->null_stream);
     Py_CLEAR(st->per_thread_stream);
+    Py_CLEAR(st->interop);
     Py_CLEAR(st->stream_var);
     Py_CLEAR(st->device_var);
     Py_CLEAR(st->GPUError);

@@ -46,6 +46,7 @@ typedef struct {
     int use_pool;               /* allocate from the stream-ordered pool */
     int use_cache;              /* keep a pygpu_block_cache in front of it */
     pygpu_block_cache cache;
+    PyObject *interop;          /* dlpack.c's cached names and values (a tuple) */
 } pygpu_state;
 
 extern PyModuleDef pygpu_module_def;
@@ -126,6 +127,11 @@ typedef struct {
     PyObject *shape_tuple;      /* `shape` and `ptr`, made once: plain slot */
     PyObject *ptr_int;          /* reads are the cheapest attribute reads */
     PyObject *weakreflist;
+    /* The stream of the last work queued on the memory, kept on the root
+     * array (see pygpu_array_root) for __cuda_array_interface__ and
+     * __dlpack__; last_stream_ref keeps a created Stream alive meanwhile. */
+    pygpu_stream_t last_stream;
+    PyObject *last_stream_ref;
     ptrdiff_t dims[1];
 } PyGPUArray;
 
@@ -268,5 +274,65 @@ Py_ssize_t pygpu_array_length(PyObject *self);
 PyObject *pygpu_array_item(PyObject *self, Py_ssize_t i);
 extern PyMethodDef pygpu_pinned_methods[];
 extern PyMethodDef pygpu_transfer_methods[];
+
+/* ---- cai.c: the stream of an array's pending work, __cuda_array_interface__ */
+
+/* What the interop tuple (pygpu_state.interop, made by dlpack.c) holds. */
+enum pygpu_interop_index {
+    PYGPU_IX_SHAPE, PYGPU_IX_TYPESTR, PYGPU_IX_DATA, PYGPU_IX_VERSION,   /* the CAI keys */
+    PYGPU_IX_STRIDES, PYGPU_IX_DESCR, PYGPU_IX_STREAM, PYGPU_IX_MASK,
+    PYGPU_IX_ZERO, PYGPU_IX_THREE,              /* the ints 0 and 3 */
+    PYGPU_IX_TYPESTRS, PYGPU_IX_DESCR_ITEMS,    /* by type_num: '<f4', ('', '<f4'); None if unsupported */
+    PYGPU_IX_CAI_ATTR, PYGPU_IX_DLPACK_ATTR, PYGPU_IX_DLPACK_DEVICE_ATTR, PYGPU_IX_COPY_ATTR,
+    PYGPU_IX_KW_S, PYGPU_IX_KW_SV, PYGPU_IX_KW_SVC, PYGPU_IX_KW_SVDC,   /* kwnames for __dlpack__ */
+    PYGPU_IX_KW_DTYPE,                          /* ('dtype',) for to_gpu */
+    PYGPU_IX_MAX_VERSION, PYGPU_IX_CPU_DEVICE,  /* (1, 1) and (kDLCPU, 0) */
+    PYGPU_IX_OLD_PRODUCERS,                     /* set of types whose __dlpack__ takes only stream= */
+    PYGPU_IX_COUNT
+};
+
+/* 0 if a layout received from another library (element strides already in
+ * bytes) has a size and a byte span that fit in ptrdiff_t; else -1 with
+ * BufferError naming `who`. */
+int pygpu_foreign_layout(int nd, const ptrdiff_t *shape, const ptrdiff_t *strides, ptrdiff_t itemsize,
+                         const char *who);
+
+/* The array that keeps the stream of the work on `a`'s memory: the array
+ * `a` views (its base, when that is a GPUArray), else `a`; borrowed. */
+static inline PyGPUArray *pygpu_array_root(PyGPUArray *a)
+{
+    return a->base && PyObject_TypeCheck(a->base, Py_TYPE(a)) ? (PyGPUArray *)a->base : a;
+}
+/* Record that work on `a`'s memory was queued on handle `s`, the resolved
+ * value of the stream argument `stream` (a Stream, an int, None or NULL:
+ * borrowed); a created Stream is kept alive with the array. */
+void pygpu_array_note_stream(pygpu_state *st, PyGPUArray *a, PyObject *stream, pygpu_stream_t s);
+/* Make later work on stream `to` wait for the work queued so far on stream
+ * `from` (an event recorded on `from`, on device `dev`); nothing when they
+ * are the same stream.  0, or -1 with an exception set. */
+int pygpu_stream_order(pygpu_state *st, int dev, pygpu_stream_t from, pygpu_stream_t to);
+/* The __cuda_array_interface__ getter (CUDA builds only). */
+PyObject *pygpu_array_cai(PyObject *self, void *closure);
+/* A GPUArray viewing the memory `obj` describes with its
+ * __cuda_array_interface__ `iface` (a dict); obj is kept alive as the
+ * owner.  New reference. */
+PyObject *pygpu_cai_import(pygpu_state *st, PyObject *obj, PyObject *iface);
+
+/* ---- dlpack.c ---------------------------------------------------------- */
+
+/* GPUArray.__dlpack__ (METH_FASTCALL | METH_KEYWORDS) and __dlpack_device__. */
+PyObject *pygpu_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+PyObject *pygpu_array_dlpack_device(PyObject *self, PyObject *unused);
+/* Module functions from_dlpack and asarray, and the cached values. */
+int pygpu_interop_init(PyObject *m, pygpu_state *st);
+/* A cached object of the interop tuple (an index from dlpack.c); borrowed. */
+PyObject *pygpu_interop_get(pygpu_state *st, int index);
+
+/* ---- dtype.c (interop) --------------------------------------------------- */
+
+/* The descriptor for an element of kind 'b', 'i', 'u', 'f' or 'c' and
+ * `itemsize` bytes, or NULL (no exception set) when GPUArray has none;
+ * new reference. */
+PyArray_Descr *pygpu_descr_from_kind(char kind, int itemsize);
 
 #endif /* PYGPU_INTERNAL_H */

@@ -120,4 +120,9 @@ pygpu_status pygpu_rt_event_synchronize(pygpu_event_t e);
 pygpu_status pygpu_rt_event_query(pygpu_event_t e);     /* 0 done, not-ready pending */
 pygpu_status pygpu_rt_event_elapsed_ms(float *ms, pygpu_event_t start, pygpu_event_t end);
 
+/* The device whose kernels can address `p` (device, managed or registered
+ * host memory), or *dev = -1 when none can (plain host memory, or an
+ * address the runtime does not know). */
+pygpu_status pygpu_rt_pointer_device(const void *p, int *dev);
+
 #endif /* PYGPU_BACKEND_RT_H */

@@ -306,3 +306,23 @@ pygpu_status pygpu_rt_event_elapsed_ms(float *ms, pygpu_event_t start, pygpu_eve
 {
     return RT(EventElapsedTime)(ms, E(start), E(end));
 }
+
+/* ---- pointers ----------------------------------------------------------- */
+
+pygpu_status pygpu_rt_pointer_device(const void *p, int *dev)
+{
+#if defined(PYGPU_BACKEND_CUDA)
+    struct cudaPointerAttributes a;
+#else
+    hipPointerAttribute_t a;
+#endif
+    memset(&a, 0, sizeof a);
+    *dev = -1;
+    if (RT(PointerGetAttributes)(&a, p) != RT(Success)) {
+        (void)RT(GetLastError)();   /* not memory the runtime knows */
+        return 0;
+    }
+    if (a.devicePointer)
+        *dev = a.device;
+    return 0;
+}

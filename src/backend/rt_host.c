@@ -443,3 +443,12 @@ pygpu_status pygpu_rt_event_elapsed_ms(float *ms, pygpu_event_t start, pygpu_eve
     *ms = (float)(b->t - a->t);
     return H_SUCCESS;
 }
+
+/* ---- pointers ----------------------------------------------------------- */
+
+pygpu_status pygpu_rt_pointer_device(const void *p, int *dev)
+{
+    (void)p;
+    *dev = current_device;      /* device memory is host memory */
+    return H_SUCCESS;
+}
