@@ -64,6 +64,17 @@ def _read_ptr(x):
         x.ptr
 
 
+def _empty_loop(x):
+    for _ in READS:
+        pass
+
+
+@pytest.mark.benchmark(group="attribute ptr x100")
+def test_loop_alone(benchmark):
+    """The loop without reads: subtract it from both sides for the reads' own cost."""
+    benchmark(_empty_loop, None)
+
+
 @pytest.mark.benchmark(group="attribute shape x100")
 def test_shape_pygpu(benchmark):
     benchmark(_read_shape, _x_pygpu())
