@@ -351,19 +351,14 @@ static int fits(const char *fn, const char *which, size_t n, size_t size)
     return 0;
 }
 
-/* Queue a copy on `s`; unless `async`, wait for it.  GIL released. */
+/* Copy n bytes through the copy planner (which stages large pageable host
+ * memory); unless `async`, wait for it. */
 static int run_copy(pygpu_state *st, void *dst, const void *src, size_t n,
                     enum pygpu_copy_kind kind, pygpu_stream_t s, int async)
 {
-    pygpu_status r = 0;
-    if (n == 0)
-        return 0;
-    Py_BEGIN_ALLOW_THREADS
-    r = pygpu_rt_memcpy_async(dst, src, n, kind, s);
-    if (r == 0 && !async)
-        r = pygpu_rt_stream_synchronize(s);
-    Py_END_ALLOW_THREADS
-    return pygpu_check(st, r, "MemcpyAsync");
+    ptrdiff_t shape = (ptrdiff_t)n, one = 1;
+    pygpu_side d = {dst, &one, kind != PYGPU_COPY_D2H}, f = {(char *)src, &one, kind != PYGPU_COPY_H2D};
+    return n == 0 ? 0 : pygpu_copy(st, d, f, 1, &shape, 1, s, async);
 }
 
 static PyObject *copy_htod(PyObject *mod, PyObject *args, PyObject *kwds, int async)
