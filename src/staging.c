@@ -442,18 +442,56 @@ static int engine_take(pygpu_transfer_config *cfg, ptrdiff_t itemsize)
     return 1;
 }
 
+/* The chunks of a transfer of n elements: they start small and double up to
+ * `per` elements, and shrink again at the end, so that the first host copy
+ * (nothing to overlap it yet) and the last DMA (nothing left to overlap)
+ * are short. */
+typedef struct {
+    ptrdiff_t n, next, cur, per, small;
+} schedule;
+
+static schedule schedule_of(ptrdiff_t n, ptrdiff_t per, ptrdiff_t itemsize)
+{
+    ptrdiff_t small = ((ptrdiff_t)256 << 10) / itemsize;
+    if (small < 1)
+        small = 1;
+    if (small > per)
+        small = per;
+    return (schedule){n, 0, small, per, small};
+}
+
+/* The next chunk [*e, *e + *cnt); 0 when there is none. */
+static int schedule_next(schedule *s, ptrdiff_t *e, ptrdiff_t *cnt)
+{
+    ptrdiff_t left = s->n - s->next;
+    if (left <= 0)
+        return 0;
+    ptrdiff_t c = s->cur;
+    if (left <= 2 * c && left > 2 * s->small)
+        c = left / 2;                       /* wind down */
+    if (c > left)
+        c = left;
+    *e = s->next;
+    *cnt = c;
+    s->next += c;
+    if (s->cur < s->per)
+        s->cur = 2 * s->cur < s->per ? 2 * s->cur : s->per;
+    return 1;
+}
+
 pygpu_status pygpu_staged_h2d(pygpu_staging_ctx *c, char *dev, pygpu_host_layout h, int *staged)
 {
     pygpu_transfer_config cfg;
     pygpu_status r = 0;
+    ptrdiff_t e, cnt;
     *staged = 0;
     if (!engine_take(&cfg, h.itemsize))
         return 0;
     *staged = 1;
     ptrdiff_t n = layout_size(&h), per = (ptrdiff_t)chunk_bytes(&cfg, (size_t)(n * h.itemsize)) / h.itemsize;
-    for (ptrdiff_t e = 0, i = 0; e < n && r == 0; e += per, i++) {
-        int b = (int)(i % eng.depth);
-        ptrdiff_t cnt = n - e < per ? n - e : per;
+    schedule sch = schedule_of(n, per, h.itemsize);
+    for (int i = 0; r == 0 && schedule_next(&sch, &e, &cnt); i++) {
+        int b = i % eng.depth;
         if ((r = buffer_free(c, b)) != 0 || stop_now(c))
             break;
         range_job j = {{eng.buf[b], NULL, 0}, {h.ptr, h.strides, 0}, h.shape, h.nd, h.itemsize, e, cnt};
@@ -464,32 +502,41 @@ pygpu_status pygpu_staged_h2d(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
     return r;
 }
 
+typedef struct {
+    ptrdiff_t e, cnt, off;      /* elements [e, e + cnt), device bytes from off */
+} window;
+
 pygpu_status pygpu_staged_d2h(pygpu_staging_ctx *c, pygpu_host_layout h, const char *dev, int *staged)
 {
     pygpu_transfer_config cfg;
     pygpu_status r = 0;
+    window win[MAX_DEPTH];
     *staged = 0;
     if (!engine_take(&cfg, h.itemsize))
         return 0;
     *staged = 1;
     ptrdiff_t n = layout_size(&h), per = (ptrdiff_t)chunk_bytes(&cfg, (size_t)(n * h.itemsize)) / h.itemsize;
-    ptrdiff_t nchunks = (n + per - 1) / per, issued = 0;
+    schedule sch = schedule_of(n, per, h.itemsize);
+    int issued = 0, retired = 0, more = 1;
     /* Keep `depth` chunks in flight: DMA of the next ones overlaps the host
      * copy of this one. */
-    for (ptrdiff_t i = 0; i < nchunks && r == 0; i++) {
-        for (; issued < nchunks && issued < i + eng.depth && r == 0; issued++) {
-            int b = (int)(issued % eng.depth);
-            ptrdiff_t e = issued * per, cnt = n - e < per ? n - e : per;
+    while (r == 0) {
+        for (; more && issued - retired < eng.depth && r == 0; issued++) {
+            int b = issued % eng.depth;
+            if (!(more = schedule_next(&sch, &win[b].e, &win[b].cnt)))
+                break;
             if ((r = buffer_free(c, b)) == 0)
-                r = queue_copy(c, b, eng.buf[b], dev + e * h.itemsize, (size_t)(cnt * h.itemsize),
+                r = queue_copy(c, b, eng.buf[b], dev + win[b].e * h.itemsize, (size_t)(win[b].cnt * h.itemsize),
                                PYGPU_COPY_D2H);
         }
-        int b = (int)(i % eng.depth);
-        ptrdiff_t e = i * per, cnt = n - e < per ? n - e : per;
+        if (retired == issued)
+            break;
+        int b = retired % eng.depth;
         if (r != 0 || (r = buffer_free(c, b)) != 0 || stop_now(c))
             break;
-        range_job j = {{h.ptr, h.strides, 0}, {eng.buf[b], NULL, 0}, h.shape, h.nd, h.itemsize, e, cnt};
+        range_job j = {{h.ptr, h.strides, 0}, {eng.buf[b], NULL, 0}, h.shape, h.nd, h.itemsize, win[b].e, win[b].cnt};
         parallel_range(&j, cfg.threads);
+        retired++;
     }
     for (int b = 0; b < eng.depth; b++) {   /* nothing left in flight into the buffers */
         pygpu_status f = buffer_free(c, b);
@@ -512,10 +559,6 @@ static ptrdiff_t offset_of(ptrdiff_t e, int nd, const ptrdiff_t *shape, const pt
     }
     return off;
 }
-
-typedef struct {
-    ptrdiff_t e, cnt, off;      /* elements [e, e + cnt), device bytes from off */
-} window;
 
 /* The next window from element e: as many elements as fit `limit` bytes of
  * the device layout (at least one). */
