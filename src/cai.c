@@ -165,7 +165,7 @@ PyObject *pygpu_array_cai(PyObject *self, void *closure)
     int empty = 0;
     for (int i = 0; i < a->nd; i++)
         empty |= GA_SHAPE(a)[i] == 0;
-    PyObject *d = PyDict_New();
+    PyObject *d = PyDict_Copy(pygpu_interop_get(st, PYGPU_IX_CAI_TEMPLATE));
     if (!d)
         return NULL;
     /* (the protocol asks for address 0 for empty arrays) */

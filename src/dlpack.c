@@ -1189,6 +1189,13 @@ static PyObject *make_cache(void)
     PyTuple_SET_ITEM(t, PYGPU_IX_MAX_VERSION, Py_BuildValue("(ii)", PYGPU_DLPACK_MAJOR, PYGPU_DLPACK_MINOR));
     PyTuple_SET_ITEM(t, PYGPU_IX_CPU_DEVICE, Py_BuildValue("(ii)", (int)kDLCPU, 0));
     PyTuple_SET_ITEM(t, PYGPU_IX_OLD_PRODUCERS, PySet_New(NULL));
+    PyObject *tmpl = PyDict_New();      /* sized for the CAI keys once; copies need no resizing */
+    for (int i = 0; tmpl && i < PYGPU_IX_MASK - PYGPU_IX_SHAPE; i++) {
+        PyObject *k = PyTuple_GET_ITEM(t, PYGPU_IX_SHAPE + i);
+        if (!k || PyDict_SetItem(tmpl, k, Py_None) < 0)
+            Py_CLEAR(tmpl);
+    }
+    PyTuple_SET_ITEM(t, PYGPU_IX_CAI_TEMPLATE, tmpl);
     for (int i = 0; i < PYGPU_IX_COUNT; i++)
         if (!PyTuple_GET_ITEM(t, i))
             goto fail;

@@ -288,6 +288,7 @@ enum pygpu_interop_index {
     PYGPU_IX_KW_DTYPE,                          /* ('dtype',) for to_gpu */
     PYGPU_IX_MAX_VERSION, PYGPU_IX_CPU_DEVICE,  /* (1, 1) and (kDLCPU, 0) */
     PYGPU_IX_OLD_PRODUCERS,                     /* set of types whose __dlpack__ takes only stream= */
+    PYGPU_IX_CAI_TEMPLATE,                      /* a dict of the CAI keys, copied for each export */
     PYGPU_IX_COUNT
 };
 
