@@ -101,6 +101,35 @@ from . import _creation  # noqa: E402  (needs the backend's names in place)
 
 _exported += _creation.install(globals())
 
-__all__ = sorted(_exported + ["backend", "backend_module", "backends", "get_include", "BackendWarning",
-                              "GPUError", "GPUMemoryError", "__version__"])
+# The original PyGPU's interface (pygpu/lowlevel.py) loads on first use of
+# one of its names; pygpu.driver (PyCUDA's driver idioms) on first use too.
+_LOWLEVEL_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                    "float16", "float32", "float64", "complex64", "complex128")
+_LOWLEVEL_NAMES = (
+    "use_hip", "cudaGetErrorName", "cudaGetErrorString", "cudaGetLastError", "cudaPeekAtLastError",
+    "cudaGetDeviceCount", "cudaGetDevice", "cudaSetDevice", "cudaDeviceSynchronize", "cudaDeviceReset",
+    "cudaMemGetInfo", "cudaDeviceProp", "cudaEvent_t", "cudaStream_t", "cudaEventRecord",
+    "cudaEventSynchronize", "cudaEventQuery", "cudaEventElapsedTime", "cudaStreamSynchronize",
+    "cudaStreamQuery", "cudaStreamWaitEvent",
+) + tuple(f"{kind}_{t}" for kind in ("DeviceArray", "pointer_wrapper", "ptr_wrapper") for t in _LOWLEVEL_DTYPES)
+_SUBMODULES = ("driver", "lowlevel", "autoinit", "bench")
+
+
+def __getattr__(name):
+    if name in _LOWLEVEL_NAMES:
+        from . import lowlevel
+        globals().update({n: getattr(lowlevel, n) for n in _LOWLEVEL_NAMES})
+        return globals()[name]
+    if name in _SUBMODULES:
+        return importlib.import_module(f"pygpu.{name}")
+    raise AttributeError(f"module 'pygpu' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LOWLEVEL_NAMES) | set(_SUBMODULES))
+
+
+__all__ = sorted(_exported + list(_LOWLEVEL_NAMES) + [
+    "backend", "backend_module", "backends", "get_include", "BackendWarning", "GPUError", "GPUMemoryError",
+    "__version__"])
 del _exported

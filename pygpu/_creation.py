@@ -32,13 +32,13 @@ def install(ns):
     on top of its GPUArray, empty and to_gpu."""
     GPUArray, empty, to_gpu = ns["GPUArray"], ns["empty"], ns["to_gpu"]
 
-    def zeros(shape, dtype=np.float64, order="C", *, stream=None):
-        """A new GPUArray of zeros."""
-        return empty(shape, dtype, order, stream=stream).fill(0, stream)
+    def zeros(shape, dtype=np.float64, order="C", allocator=None, *, stream=None):
+        """A new GPUArray of zeros (PyCUDA's zeros(shape, dtype, allocator, order) too)."""
+        return empty(shape, dtype, order, allocator, stream=stream).fill(0, stream)
 
-    def ones(shape, dtype=np.float64, order="C", *, stream=None):
-        """A new GPUArray of ones."""
-        return empty(shape, dtype, order, stream=stream).fill(1, stream)
+    def ones(shape, dtype=np.float64, order="C", allocator=None, *, stream=None):
+        """A new GPUArray of ones (PyCUDA's order of arguments too, as zeros)."""
+        return empty(shape, dtype, order, allocator, stream=stream).fill(1, stream)
 
     def _filled(out, value, stream=None):
         if value.ndim == 0:
@@ -80,7 +80,7 @@ def install(ns):
     def _as_gpu(x):
         return x if isinstance(x, GPUArray) else to_gpu(np.asarray(x))
 
-    def concatenate(arrays, axis=0, *, stream=None):
+    def concatenate(arrays, axis=0, allocator=None, *, stream=None):
         """Join GPUArrays along an existing axis (as numpy.concatenate)."""
         arrays = [_as_gpu(a) for a in arrays]
         if not arrays:
@@ -105,7 +105,7 @@ def install(ns):
                                  f"must match exactly: {first.shape} and {a.shape} along axis {axis}")
         shape = list(first.shape)
         shape[axis] = sum(a.shape[axis] for a in arrays)
-        out = empty(tuple(shape), dtype, stream=stream)
+        out = empty(tuple(shape), dtype, stream=stream, allocator=allocator)
         index = [slice(None)] * first.ndim
         at = 0
         for a in arrays:
@@ -114,7 +114,7 @@ def install(ns):
             at += a.shape[axis]
         return out
 
-    def stack(arrays, axis=0, *, stream=None):
+    def stack(arrays, axis=0, allocator=None, *, stream=None):
         """Join GPUArrays of one shape along a new axis (as numpy.stack)."""
         arrays = [_as_gpu(a) for a in arrays]
         if not arrays:
@@ -128,7 +128,7 @@ def install(ns):
             raise np.exceptions.AxisError(axis, nd)
         axis %= nd
         index = (slice(None),) * axis + (None,)
-        return concatenate([a[index] for a in arrays], axis, stream=stream)
+        return concatenate([a[index] for a in arrays], axis, allocator, stream=stream)
 
     names = dict(zeros=zeros, ones=ones, full=full, arange=arange, empty_like=empty_like,
                  zeros_like=zeros_like, ones_like=ones_like, full_like=full_like,

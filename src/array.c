@@ -507,15 +507,51 @@ static PyObject *array_iter(PyObject *self)
 
 /* ---- module functions ------------------------------------------------------ */
 
+/* PyCUDA puts its allocator(nbytes) before `order` (empty) and `stream`
+ * (to_gpu_async), PyGPU after: of the two arguments, the callable one is
+ * the allocator; with None in the other's place, a non-callable in the
+ * allocator's place is the other.
+ * 0, or -1 with TypeError when the allocator is not callable. */
+static int allocator_arg(PyObject **other, PyObject **allocator)
+{
+    if (PyCallable_Check(*other) || (*other == Py_None && !PyCallable_Check(*allocator))) {
+        PyObject *t = *other;
+        *other = *allocator;
+        *allocator = t;
+    }
+    if (*allocator != Py_None && !PyCallable_Check(*allocator)) {
+        PyErr_Format(PyExc_TypeError, "allocator must be callable, not %.100s", Py_TYPE(*allocator)->tp_name);
+        return -1;
+    }
+    return 0;
+}
+
+/* A new GPUArray from allocator(nbytes) (GPUArray's own allocator path). */
+static PyObject *allocated_empty(pygpu_state *st, PyObject *shape, PyObject *dtype, PyObject *order,
+                                 PyObject *allocator)
+{
+    PyObject *args = PyTuple_Pack(3, shape, dtype, allocator), *kw = NULL, *r = NULL;
+    if (args && (kw = Py_BuildValue("{s:O}", "order", order)))
+        r = PyObject_Call((PyObject *)st->Array, args, kw);
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    return r;
+}
+
 static PyObject *mod_empty(PyObject *m, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"shape", "dtype", "order", "stream", NULL};
-    PyObject *shape_obj, *dtype = Py_None, *order = Py_None, *stream = Py_None;
+    static char *kwlist[] = {"shape", "dtype", "order", "allocator", "stream", NULL};
+    PyObject *shape_obj, *dtype = Py_None, *order = Py_None, *stream = Py_None, *allocator = Py_None;
     pygpu_state *st = PyModule_GetState(m);
     ptrdiff_t shape[PYGPU_MAXDIMS];
     int nd, fortran;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OO$O:empty", kwlist, &shape_obj, &dtype, &order, &stream) ||
-        (fortran = order_arg(order, 0)) < 0 || pygpu_shape_arg(shape_obj, &nd, shape) < 0)
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OOO$O:empty", kwlist, &shape_obj, &dtype, &order, &allocator,
+                                     &stream) ||
+        allocator_arg(&order, &allocator) < 0)
+        return NULL;
+    if (allocator != Py_None)
+        return allocated_empty(st, shape_obj, dtype, order, allocator);
+    if ((fortran = order_arg(order, 0)) < 0 || pygpu_shape_arg(shape_obj, &nd, shape) < 0)
         return NULL;
     PyArray_Descr *descr = pygpu_descr_arg(dtype);
     if (!descr)
@@ -525,15 +561,30 @@ static PyObject *mod_empty(PyObject *m, PyObject *args, PyObject *kwds)
 
 static PyObject *to_gpu_impl(PyObject *m, PyObject *args, PyObject *kwds, int async)
 {
-    static char *kwlist[] = {"ary", "stream", "dtype", NULL};
-    PyObject *obj, *stream = Py_None, *dtype = Py_None;
+    static char *kwlist[] = {"ary", "stream", "allocator", "dtype", NULL};
+    PyObject *obj, *stream = Py_None, *dtype = Py_None, *allocator = Py_None;
     pygpu_state *st = PyModule_GetState(m);
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O$O", kwlist, &obj, &stream, &dtype))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OO$O", kwlist, &obj, &stream, &allocator, &dtype) ||
+        allocator_arg(&stream, &allocator) < 0)
         return NULL;
     PyArray_Descr *d = NULL;
     if (dtype != Py_None && !(d = pygpu_descr_arg(dtype)))
         return NULL;
-    return from_host(st, st->Array, obj, d, stream, async);
+    if (allocator == Py_None)
+        return from_host(st, st->Array, obj, d, stream, async);
+    /* PyCUDA's to_gpu(ary, allocator): memory from the allocator, then a set. */
+    PyObject *h = PyArray_FromAny(obj, d, 0, 0, NPY_ARRAY_FORCECAST, NULL), *a = NULL, *shape, *order = NULL;
+    if (!h)
+        return NULL;
+    int fortran = PyArray_IS_F_CONTIGUOUS((PyArrayObject *)h) && !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)h);
+    if ((shape = PyObject_GetAttrString(h, "shape")) && (order = PyUnicode_FromString(fortran ? "F" : "C")))
+        a = allocated_empty(st, shape, (PyObject *)PyArray_DESCR((PyArrayObject *)h), order, allocator);
+    if (a && pygpu_array_assign((PyGPUArray *)a, h, stream, async) < 0)
+        Py_CLEAR(a);
+    Py_XDECREF(shape);
+    Py_XDECREF(order);
+    Py_DECREF(h);
+    return a;
 }
 
 static PyObject *mod_to_gpu(PyObject *m, PyObject *a, PyObject *k) { return to_gpu_impl(m, a, k, 0); }
@@ -543,12 +594,15 @@ static PyObject *mod_to_gpu_async(PyObject *m, PyObject *a, PyObject *k) { retur
 
 PyMethodDef pygpu_array_module_methods[] = {
     {"empty", KW(mod_empty),
-     "empty(shape, dtype=float64, order='C', *, stream=None)\n--\n\nA new GPUArray, uninitialised."},
+     "empty(shape, dtype=float64, order='C', allocator=None, *, stream=None)\n--\n\n"
+     "A new GPUArray, uninitialised (PyCUDA's empty(shape, dtype, allocator, order) too)."},
     {"to_gpu", KW(mod_to_gpu),
-     "to_gpu(ary, stream=None, *, dtype=None)\n--\n\nA GPUArray copy of host data; returns when copied."},
+     "to_gpu(ary, stream=None, allocator=None, *, dtype=None)\n--\n\n"
+     "A GPUArray copy of host data; returns when copied (PyCUDA's to_gpu(ary, allocator) too)."},
     {"to_gpu_async", KW(mod_to_gpu_async),
-     "to_gpu_async(ary, stream=None, *, dtype=None)\n--\n\n"
-     "A GPUArray copy of host data, queued on the stream (see docs for when `ary` may change)."},
+     "to_gpu_async(ary, stream=None, allocator=None, *, dtype=None)\n--\n\n"
+     "A GPUArray copy of host data, queued on the stream (see docs for when `ary` may change;\n"
+     "PyCUDA's to_gpu_async(ary, allocator, stream) too)."},
     {0},
 };
 

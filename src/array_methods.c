@@ -253,13 +253,14 @@ done:
 
 static PyObject *get_impl(PyObject *self, PyObject *args, PyObject *kwds, int async)
 {
-    static char *kwlist[] = {"ary", "stream", "pagelocked", NULL};
+    static char *kwlist[] = {"ary", "pagelocked", "async_", "stream", NULL};   /* PyCUDA's order */
     static char *kwlist_async[] = {"stream", "ary", NULL};
     PyObject *ary = Py_None, *stream = Py_None;
-    int pagelocked = 0;
+    int pagelocked = 0, async_ = 0;
     if (async ? !PyArg_ParseTupleAndKeywords(args, kwds, "|OO:get_async", kwlist_async, &stream, &ary)
-              : !PyArg_ParseTupleAndKeywords(args, kwds, "|O$Op:get", kwlist, &ary, &stream, &pagelocked))
+              : !PyArg_ParseTupleAndKeywords(args, kwds, "|OppO:get", kwlist, &ary, &pagelocked, &async_, &stream))
         return NULL;
+    (void)async_;       /* get(async_=True) is get_async: either way the host array holds the data */
     return pygpu_array_get(SELF, ary, stream, pagelocked);
 }
 
@@ -268,10 +269,19 @@ static PyObject *array_get_async(PyObject *self, PyObject *a, PyObject *k) { ret
 
 static PyObject *set_impl(PyObject *self, PyObject *args, PyObject *kwds, int async)
 {
-    static char *kwlist[] = {"ary", "stream", NULL};
-    PyObject *ary, *stream = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O", kwlist, &ary, &stream))
+    static char *kwlist[] = {"ary", "stream", "async_", NULL};
+    PyObject *ary, *stream = Py_None, *flag = Py_False;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OO", kwlist, &ary, &stream, &flag))
         return NULL;
+    if (PyBool_Check(stream)) {         /* PyCUDA's order: set(ary, async_, stream) */
+        PyObject *t = stream;
+        stream = PyBool_Check(flag) ? Py_None : flag;
+        flag = t;
+    }
+    int async_ = PyObject_IsTrue(flag);
+    if (async_ < 0)
+        return NULL;
+    async |= async_;
     if (!(SELF->flags & PYGPU_WRITEABLE)) {
         PyErr_SetString(PyExc_ValueError, "assignment destination is read-only");
         return NULL;
@@ -622,12 +632,13 @@ static PyObject *array_swapaxes(PyObject *self, PyObject *args)
 
 PyMethodDef pygpu_array_methods[] = {
     {"get", KW(array_get),
-     "get(ary=None, *, stream=None, pagelocked=False)\n--\n\n"
+     "get(ary=None, pagelocked=False, async_=False, stream=None)\n--\n\n"
      "The elements in a new NumPy array (C order; page-locked if asked), or in `ary`."},
     {"get_async", KW(array_get_async),
      "get_async(stream=None, ary=None)\n--\n\nAs get(), ordered on `stream`."},
     {"set", KW(array_set),
-     "set(ary, stream=None)\n--\n\nCopy host data into the array, as a[...] = ary."},
+     "set(ary, stream=None, async_=False)\n--\n\nCopy host data into the array, as a[...] = ary\n"
+     "(PyCUDA's set(ary, async_, stream) works too)."},
     {"set_async", KW(array_set_async),
      "set_async(ary, stream=None)\n--\n\nAs set(), queued on `stream`."},
     {"copy", KW(array_copy), "copy(order='C', *, stream=None)\n--\n\nA new array with the same elements."},

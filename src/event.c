@@ -210,7 +210,7 @@ static PyType_Slot event_slots[] = {
 static PyType_Spec event_spec = {
     .name = "pygpu.Event",
     .basicsize = sizeof(PyGPUEvent),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_BASETYPE,
     .slots = event_slots,
 };
 

@@ -171,7 +171,8 @@ static int module_exec(PyObject *m)
         pygpu_memory_init(m, st) < 0 || pygpu_pinned_init(m, st) < 0 ||
         add_methods(m, pygpu_memcpy_methods) < 0 || add_methods(m, pygpu_pinned_methods) < 0 ||
         add_methods(m, pygpu_transfer_methods) < 0 ||
-        pygpu_array_init(m, st) < 0 || pygpu_capi_init(m, st) < 0 || pygpu_interop_init(m, st) < 0)
+        pygpu_array_init(m, st) < 0 || pygpu_capi_init(m, st) < 0 || pygpu_interop_init(m, st) < 0 ||
+        pygpu_lowlevel_init(m, st) < 0)
         return -1;
     return 0;
 }

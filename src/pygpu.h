@@ -336,4 +336,9 @@ PyObject *pygpu_interop_get(pygpu_state *st, int index);
  * new reference. */
 PyArray_Descr *pygpu_descr_from_kind(char kind, int itemsize);
 
+/* ---- lowlevel.c: what the original PyGPU interface needs from C ---------- */
+
+/* _HostBuffer and the status-returning runtime calls of pygpu/lowlevel.py. */
+int pygpu_lowlevel_init(PyObject *m, pygpu_state *st);
+
 #endif /* PYGPU_INTERNAL_H */

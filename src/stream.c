@@ -339,7 +339,7 @@ static PyType_Slot stream_slots[] = {
 static PyType_Spec stream_spec = {
     .name = "pygpu.Stream",
     .basicsize = sizeof(PyGPUStream),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_BASETYPE,
     .slots = stream_slots,
 };
 

@@ -1,0 +1,182 @@
+/*
+ * lowlevel.c -- what the original PyGPU interface (pygpu/lowlevel.py) needs
+ * from C: the runtime calls that have no other Python door, returning raw
+ * status codes rather than raising, and _HostBuffer, the base of
+ * DeviceArray_<dtype>, which exports its host side through the buffer
+ * protocol.
+ *
+ * Everything else of that interface is Python over the rest of the module.
+ * Python classes cannot export buffers before 3.12 (PEP 688), so the one
+ * type here does it for them: _HostBuffer redirects a buffer request to the
+ * object in its `_host` slot (a NumPy array), which then owns the export.
+ */
+#include "pygpu.h"
+#include "staging.h"
+
+#include <structmember.h>
+
+/* ---- _HostBuffer --------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *host;             /* the object whose buffer is exported, or NULL */
+} PyGPUHostBuffer;
+
+static PyObject *hostbuf_new(PyTypeObject *tp, PyObject *args, PyObject *kwds)
+{
+    (void)args;
+    (void)kwds;
+    return tp->tp_alloc(tp, 0);         /* subclasses take their own arguments */
+}
+
+static int hostbuf_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(((PyGPUHostBuffer *)self)->host);
+    return 0;
+}
+
+static int hostbuf_clear(PyObject *self)
+{
+    Py_CLEAR(((PyGPUHostBuffer *)self)->host);
+    return 0;
+}
+
+static void hostbuf_dealloc(PyObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    hostbuf_clear(self);
+    tp->tp_free(self);
+    Py_DECREF(tp);
+}
+
+/* The buffer of `_host`: the request is redirected, so view->obj is the
+ * host object and releasing the view goes back to it. */
+static int hostbuf_getbuffer(PyObject *self, Py_buffer *view, int flags)
+{
+    PyObject *host = ((PyGPUHostBuffer *)self)->host;
+    if (!host || host == Py_None) {
+        PyErr_Format(PyExc_BufferError, "this %.100s has no host data", Py_TYPE(self)->tp_name);
+        view->obj = NULL;
+        return -1;
+    }
+    return PyObject_GetBuffer(host, view, flags);
+}
+
+static PyMemberDef hostbuf_members[] = {
+    {"_host", T_OBJECT, offsetof(PyGPUHostBuffer, host), 0,
+     "The host object whose buffer this object exports (None: no buffer)."},
+    {0},
+};
+
+static PyType_Slot hostbuf_slots[] = {
+    {Py_tp_doc, "_HostBuffer()\n--\n\n"
+                "Base of the original PyGPU's DeviceArray_<dtype>: exports the buffer\n"
+                "of the object in its `_host` slot as its own."},
+    {Py_tp_new, hostbuf_new},
+    {Py_tp_dealloc, hostbuf_dealloc},
+    {Py_tp_traverse, hostbuf_traverse},
+    {Py_tp_clear, hostbuf_clear},
+    {Py_bf_getbuffer, hostbuf_getbuffer},
+    {Py_tp_members, hostbuf_members},
+    {0, NULL},
+};
+
+static PyType_Spec hostbuf_spec = {
+    .name = "pygpu._HostBuffer",
+    .basicsize = sizeof(PyGPUHostBuffer),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .slots = hostbuf_slots,
+};
+
+/* ---- runtime calls that report a status ---------------------------------- */
+
+/* An address argument: a non-negative int; 0, or -1 with an exception. */
+static int address_arg(PyObject *obj, void **out)
+{
+    if (!PyLong_Check(obj) || PyBool_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "an address must be an int, not %.100s", Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    *out = PyLong_AsVoidPtr(obj);
+    return *out == NULL && PyErr_Occurred() ? -1 : 0;
+}
+
+static PyObject *ll_get_last_error(PyObject *m, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"peek", NULL};
+    int peek = 0;
+    (void)m;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|p:_get_last_error", kwlist, &peek))
+        return NULL;
+    return PyLong_FromLong(peek ? pygpu_rt_peek_last_error() : pygpu_rt_get_last_error());
+}
+
+/* Every allocation of the current device dies with the reset: PyGPU's
+ * caches of freed device blocks and page-locked blocks are emptied first,
+ * so that nothing the module keeps for reuse outlives it. */
+static PyObject *ll_device_reset(PyObject *m, PyObject *unused)
+{
+    (void)unused;
+    pygpu_status s;
+    pygpu_cache_flush(PyModule_GetState(m));
+    Py_BEGIN_ALLOW_THREADS
+    pygpu_staging_release();
+    pygpu_pinned_trim();
+    s = pygpu_rt_device_reset();
+    Py_END_ALLOW_THREADS
+    return PyLong_FromLong(s);
+}
+
+static PyObject *ll_host_register(PyObject *m, PyObject *args)
+{
+    PyObject *addr_obj, *n_obj;
+    void *p;
+    size_t n;
+    (void)m;
+    if (!PyArg_ParseTuple(args, "OO:_host_register", &addr_obj, &n_obj) || address_arg(addr_obj, &p) < 0 ||
+        pygpu_size_arg(n_obj, "nbytes", &n) < 0)
+        return NULL;
+    pygpu_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = pygpu_rt_host_register(p, n);
+    Py_END_ALLOW_THREADS
+    return PyLong_FromLong(s);
+}
+
+static PyObject *ll_host_unregister(PyObject *m, PyObject *arg)
+{
+    void *p;
+    (void)m;
+    if (address_arg(arg, &p) < 0)
+        return NULL;
+    pygpu_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = pygpu_rt_host_unregister(p);
+    Py_END_ALLOW_THREADS
+    return PyLong_FromLong(s);
+}
+
+static PyMethodDef lowlevel_methods[] = {
+    {"_get_last_error", (PyCFunction)(void (*)(void))ll_get_last_error, METH_VARARGS | METH_KEYWORDS,
+     "_get_last_error(peek=False)\n--\n\nThe runtime's last error code (cleared unless `peek`)."},
+    {"_device_reset", ll_device_reset, METH_NOARGS,
+     "_device_reset()\n--\n\nReset the current device (every allocation on it dies); the status code."},
+    {"_host_register", ll_host_register, METH_VARARGS,
+     "_host_register(address, nbytes, /)\n--\n\nPage-lock host memory; the status code."},
+    {"_host_unregister", ll_host_unregister, METH_O,
+     "_host_unregister(address, /)\n--\n\nUndo _host_register; the status code."},
+    {0},
+};
+
+int pygpu_lowlevel_init(PyObject *m, pygpu_state *st)
+{
+    (void)st;
+    PyTypeObject *tp = (PyTypeObject *)PyType_FromModuleAndSpec(m, &hostbuf_spec, NULL);
+    if (!tp)
+        return -1;
+    int r = PyModule_AddType(m, tp);
+    Py_DECREF(tp);
+    return r < 0 ? -1 : PyModule_AddFunctions(m, lowlevel_methods);
+}
