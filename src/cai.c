@@ -169,8 +169,8 @@ PyObject *pygpu_array_cai(PyObject *self, void *closure)
     if (!d)
         return NULL;
     /* (the protocol asks for address 0 for empty arrays) */
-    PyObject *data = Py_BuildValue("(OO)", empty ? pygpu_interop_get(st, PYGPU_IX_ZERO) : a->ptr_int,
-                                   (a->flags & PYGPU_WRITEABLE) ? Py_False : Py_True);
+    PyObject *data = PyTuple_Pack(2, empty ? pygpu_interop_get(st, PYGPU_IX_ZERO) : a->ptr_int,
+                                  (a->flags & PYGPU_WRITEABLE) ? Py_False : Py_True);
     PyObject *descr = PyList_New(1);
     if (descr)
         PyList_SET_ITEM(descr, 0, Py_NewRef(item));
