@@ -113,9 +113,16 @@ _LOWLEVEL_NAMES = (
     "cudaStreamQuery", "cudaStreamWaitEvent",
 ) + tuple(f"{kind}_{t}" for kind in ("DeviceArray", "pointer_wrapper", "ptr_wrapper") for t in _LOWLEVEL_DTYPES)
 _SUBMODULES = ("driver", "lowlevel", "autoinit", "bench")
+# Page-locked host arrays, PyCUDA's way (from pygpu.driver), also at the top.
+_DRIVER_NAMES = ("pagelocked_empty", "pagelocked_zeros", "pagelocked_empty_like", "pagelocked_zeros_like",
+                 "register_host_memory")
 
 
 def __getattr__(name):
+    if name in _DRIVER_NAMES:
+        from . import driver
+        globals().update({n: getattr(driver, n) for n in _DRIVER_NAMES})
+        return globals()[name]
     if name in _LOWLEVEL_NAMES:
         from . import lowlevel
         globals().update({n: getattr(lowlevel, n) for n in _LOWLEVEL_NAMES})
@@ -126,10 +133,10 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LOWLEVEL_NAMES) | set(_SUBMODULES))
+    return sorted(set(globals()) | set(_LOWLEVEL_NAMES) | set(_DRIVER_NAMES) | set(_SUBMODULES))
 
 
-__all__ = sorted(_exported + list(_LOWLEVEL_NAMES) + [
+__all__ = sorted(_exported + list(_LOWLEVEL_NAMES) + list(_DRIVER_NAMES) + [
     "backend", "backend_module", "backends", "get_include", "BackendWarning", "GPUError", "GPUMemoryError",
     "__version__"])
 del _exported

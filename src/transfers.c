@@ -95,7 +95,26 @@ static PyObject *trim_pinned_pool(PyObject *m, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+static PyObject *is_pinned(PyObject *m, PyObject *obj)
+{
+    Py_buffer view;
+    int pinned = 0;
+    (void)m;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();  /* a strided array: ask about its first byte */
+        if (PyObject_GetBuffer(obj, &view, PyBUF_STRIDED_RO) < 0)
+            return NULL;
+    }
+    if (view.len > 0)
+        (void)pygpu_rt_host_is_pinned(view.buf, &pinned);
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(pinned);
+}
+
 PyMethodDef pygpu_transfer_methods[] = {
+    {"is_pinned", is_pinned, METH_O,
+     "is_pinned(ary, /)\n--\n\nTrue if the host buffer `ary` is page-locked (allocated or registered\n"
+     "with the runtime); always False on the host backend."},
     {"transfer_config", (PyCFunction)(void (*)(void))transfer_config, METH_VARARGS | METH_KEYWORDS,
      "transfer_config(*, chunk=None, depth=None, threads=None, min_bytes=None)\n--\n\n"
      "The staging pipeline's settings as a dict, after changing the ones given:\n"

@@ -177,3 +177,25 @@ def test_staged_strided_device_views(staging, dtype):
     d[::2] = np.asfortranarray(rows)
     m[::2] = rows
     np.testing.assert_array_equal(d.get(), m)
+
+
+def test_page_locked_arrays_and_is_pinned():
+    a = pygpu.pagelocked_empty((3, 5), np.float32, order="F")
+    assert a.shape == (3, 5) and a.dtype == np.float32 and a.flags.f_contiguous
+    z = pygpu.pagelocked_zeros_like(a)
+    assert z.flags.f_contiguous and not z.any()
+    e = pygpu.pagelocked_empty_like(np.zeros((2, 2), np.int16))
+    assert e.shape == (2, 2) and e.dtype == np.int16
+    assert not pygpu.is_pinned(np.zeros(16))
+    # page-locked memory only exists on GPU backends
+    assert pygpu.is_pinned(a) == (pygpu.backend != "host")
+    assert pygpu.is_pinned(pygpu.to_gpu(np.arange(1 << 18, dtype=np.float64)).get()) == \
+        (pygpu.backend != "host")       # get() of 2 MiB comes from the pinned pool
+    with pytest.raises(TypeError):
+        pygpu.is_pinned(3)
+    h = np.ones(1 << 16)
+    r = pygpu.register_host_memory(h)
+    assert np.shares_memory(r, h) and pygpu.is_pinned(r) == (pygpu.backend != "host")
+    np.testing.assert_array_equal(pygpu.to_gpu(r).get(), h)
+    r.base.unregister()
+    assert not pygpu.is_pinned(h)
