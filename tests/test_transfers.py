@@ -199,3 +199,30 @@ def test_page_locked_arrays_and_is_pinned():
     np.testing.assert_array_equal(pygpu.to_gpu(r).get(), h)
     r.base.unregister()
     assert not pygpu.is_pinned(h)
+
+
+@pytest.mark.gpu_only
+def test_a_second_thread_progresses_during_a_big_transfer():
+    """While one thread moves 1 GiB through the pipeline (GIL released), a
+    second thread's small transfers keep completing and stay correct."""
+    big = np.ones(1 << 30, np.uint8)
+    g = pygpu.empty(big.shape, np.uint8)
+    small = np.arange(1000, dtype=np.float64)
+    done = threading.Event()
+
+    def mover():
+        try:
+            for _ in range(3):
+                g.set(big)
+        finally:
+            done.set()
+
+    t = threading.Thread(target=mover)
+    t.start()
+    count = 0
+    while not done.is_set():
+        np.testing.assert_array_equal(pygpu.to_gpu(small).get(), small)
+        count += 1
+    t.join()
+    assert count >= 10, f"only {count} small round trips while 3 GiB moved"
+    assert int(g[:: 1 << 20].get().sum()) == 1 << 10
