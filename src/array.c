@@ -45,14 +45,7 @@ PyObject *pygpu_array_wrap(pygpu_state *st, PyTypeObject *tp, PyArray_Descr *des
     else
         pygpu_shape_strides(nd, shape, itemsize, 0, GA_STRIDES(a));
     a->flags = layout_flags(nd, GA_SHAPE(a), GA_STRIDES(a), itemsize) | (writeable ? PYGPU_WRITEABLE : 0);
-    a->shape_tuple = PyTuple_New(nd);
-    for (int i = 0; a->shape_tuple && i < nd; i++) {
-        PyObject *n = PyLong_FromSsize_t(shape[i]);
-        if (!n)
-            Py_CLEAR(a->shape_tuple);
-        else
-            PyTuple_SET_ITEM(a->shape_tuple, i, n);
-    }
+    a->shape_tuple = pygpu_tuple_of(shape, nd);
     a->ptr_int = a->shape_tuple ? PyLong_FromVoidPtr(data) : NULL;
     if (!a->ptr_int) {
         Py_DECREF(a);
@@ -477,10 +470,7 @@ static PyObject *array_str(PyObject *self)
 /* bool(a): as NumPy, the truth of the one element; ambiguous otherwise. */
 static int array_bool(PyObject *self)
 {
-    PyGPUArray *a = (PyGPUArray *)self;
-    ptrdiff_t n = 1;
-    for (int i = 0; i < a->nd; i++)
-        n *= GA_SHAPE(a)[i];
+    ptrdiff_t n = pygpu_array_size((PyGPUArray *)self);
     if (n != 1) {
         PyErr_SetString(PyExc_ValueError, n ? "The truth value of an array with more than one element is "
                                               "ambiguous. Use a.any() or a.all() on a host copy"

@@ -11,7 +11,7 @@ typedef struct {                /* ArrayFlags: a snapshot of an array's flags */
     int flags;
 } PyGPUFlags;
 
-static PyObject *tuple_of(const ptrdiff_t *v, int n)
+PyObject *pygpu_tuple_of(const ptrdiff_t *v, int n)
 {
     PyObject *t = PyTuple_New(n);
     for (int i = 0; t && i < n; i++) {
@@ -25,18 +25,10 @@ static PyObject *tuple_of(const ptrdiff_t *v, int n)
     return t;
 }
 
-static ptrdiff_t size_of(PyGPUArray *a)
-{
-    ptrdiff_t n = 1;
-    for (int i = 0; i < a->nd; i++)
-        n *= GA_SHAPE(a)[i];
-    return n;
-}
-
 static PyObject *get_strides(PyObject *self, void *c)
 {
     (void)c;
-    return tuple_of(GA_STRIDES(SELF), SELF->nd);
+    return pygpu_tuple_of(GA_STRIDES(SELF), SELF->nd);
 }
 
 static PyObject *get_dtype(PyObject *self, void *c)
@@ -54,7 +46,7 @@ static PyObject *get_ndim(PyObject *self, void *c)
 static PyObject *get_size(PyObject *self, void *c)
 {
     (void)c;
-    return PyLong_FromSsize_t(size_of(SELF));
+    return PyLong_FromSsize_t(pygpu_array_size(SELF));
 }
 
 static PyObject *get_itemsize(PyObject *self, void *c)
@@ -66,7 +58,7 @@ static PyObject *get_itemsize(PyObject *self, void *c)
 static PyObject *get_nbytes(PyObject *self, void *c)
 {
     (void)c;
-    return PyLong_FromSsize_t(size_of(SELF) * GA_ITEMSIZE(SELF));
+    return PyLong_FromSsize_t(pygpu_array_size(SELF) * GA_ITEMSIZE(SELF));
 }
 
 static PyObject *get_gpudata(PyObject *self, void *c)

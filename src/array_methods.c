@@ -11,19 +11,9 @@
 
 static pygpu_side device_side(PyGPUArray *a) { return (pygpu_side){a->data, GA_STRIDES(a), 1}; }
 
-static ptrdiff_t size_of(PyGPUArray *a)
-{
-    ptrdiff_t n = 1;
-    for (int i = 0; i < a->nd; i++)
-        n *= GA_SHAPE(a)[i];
-    return n;
-}
-
 static PyObject *shape_repr(const ptrdiff_t *shape, int nd)
 {
-    PyObject *t = PyTuple_New(nd), *r;
-    for (int i = 0; t && i < nd; i++)
-        PyTuple_SET_ITEM(t, i, PyLong_FromSsize_t(shape[i]));
+    PyObject *t = pygpu_tuple_of(shape, nd), *r;
     if (!t)
         return NULL;
     r = PyObject_Repr(t);
@@ -70,7 +60,7 @@ static PyObject *new_host_array(pygpu_state *st, PyGPUArray *a, int pagelocked)
 {
     pygpu_transfer_config cfg;
     PyObject *out;
-    ptrdiff_t nbytes = size_of(a) * GA_ITEMSIZE(a);
+    ptrdiff_t nbytes = pygpu_array_size(a) * GA_ITEMSIZE(a);
     if (pagelocked)
         return pygpu_pagelocked_empty(st, a->descr, a->nd, GA_SHAPE(a), 0);
     pygpu_transfer_config_get(&cfg);
@@ -391,7 +381,7 @@ static PyObject *array_view_method(PyObject *self, PyObject *args, PyObject *kwd
             PyErr_SetString(PyExc_ValueError, "changing the dtype of a 0-d array needs the same itemsize");
             goto fail;
         }
-        if (strides[nd - 1] != old && shape[nd - 1] > 1 && size_of(SELF) > 0) {
+        if (strides[nd - 1] != old && shape[nd - 1] > 1 && pygpu_array_size(SELF) > 0) {
             PyErr_SetString(PyExc_ValueError, "to change to a dtype of a different size, the last axis must be "
                                               "contiguous");
             goto fail;
@@ -414,7 +404,7 @@ fail:
 static int reshape_shape(PyGPUArray *a, PyObject *args, int *nd, ptrdiff_t *shape)
 {
     PyObject *obj = PyTuple_GET_SIZE(args) == 1 ? PyTuple_GET_ITEM(args, 0) : args;
-    ptrdiff_t known = 1, size = size_of(a);
+    ptrdiff_t known = 1, size = pygpu_array_size(a);
     int unknown = -1;
     if (pygpu_dims_arg(obj, nd, shape, -1) < 0)
         return -1;
@@ -489,7 +479,7 @@ static PyObject *array_ravel(PyObject *self, PyObject *args, PyObject *kwds)
     static char *kwlist[] = {"order", NULL};
     PyObject *order = NULL;
     int fortran;
-    ptrdiff_t n = size_of(SELF), stride = GA_ITEMSIZE(SELF);
+    ptrdiff_t n = pygpu_array_size(SELF), stride = GA_ITEMSIZE(SELF);
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:ravel", kwlist, &order) ||
         (fortran = copy_order(SELF, order)) < 0)
         return NULL;
@@ -506,7 +496,7 @@ static PyObject *array_flatten(PyObject *self, PyObject *args, PyObject *kwds)
     pygpu_state *st = pygpu_state_of(self);
     pygpu_stream_t s;
     int fortran;
-    ptrdiff_t n = size_of(SELF), stride = GA_ITEMSIZE(SELF);
+    ptrdiff_t n = pygpu_array_size(SELF), stride = GA_ITEMSIZE(SELF);
     if (!st || !PyArg_ParseTupleAndKeywords(args, kwds, "|O:flatten", kwlist, &order) ||
         (fortran = copy_order(SELF, order)) < 0 || pygpu_stream_arg(st, NULL, &s) < 0)
         return NULL;

@@ -129,19 +129,6 @@ static int put(PyObject *d, PyObject *key, PyObject *value)
     return r;
 }
 
-static PyObject *strides_tuple(PyGPUArray *a)
-{
-    PyObject *t = PyTuple_New(a->nd);
-    for (int i = 0; t && i < a->nd; i++) {
-        PyObject *v = PyLong_FromSsize_t(GA_STRIDES(a)[i]);
-        if (!v)
-            Py_CLEAR(t);
-        else
-            PyTuple_SET_ITEM(t, i, v);
-    }
-    return t;
-}
-
 /* The CAI `stream` entry for handle s: 1 names the legacy default stream
  * (0 is not allowed by the protocol), 2 the per-thread one. */
 static PyObject *stream_entry(pygpu_stream_t s)
@@ -179,7 +166,7 @@ PyObject *pygpu_array_cai(PyObject *self, void *closure)
         put(d, pygpu_interop_get(st, PYGPU_IX_DATA), data) < 0 ||
         PyDict_SetItem(d, pygpu_interop_get(st, PYGPU_IX_VERSION), pygpu_interop_get(st, PYGPU_IX_THREE)) < 0 ||
         put(d, pygpu_interop_get(st, PYGPU_IX_STRIDES),
-            (a->flags & PYGPU_C_CONTIGUOUS) ? Py_NewRef(Py_None) : strides_tuple(a)) < 0 ||
+            (a->flags & PYGPU_C_CONTIGUOUS) ? Py_NewRef(Py_None) : pygpu_tuple_of(GA_STRIDES(a), a->nd)) < 0 ||
         put(d, pygpu_interop_get(st, PYGPU_IX_DESCR), descr) < 0 ||
         put(d, pygpu_interop_get(st, PYGPU_IX_STREAM), stream_entry(pygpu_array_root(a)->last_stream)) < 0) {
         Py_DECREF(d);

@@ -139,6 +139,15 @@ typedef struct {
 #define GA_STRIDES(a) ((a)->dims + (a)->nd)
 #define GA_ITEMSIZE(a) ((ptrdiff_t)PyDataType_ELSIZE((a)->descr))
 
+/* The number of elements of `a` (its shape was checked when it was made). */
+static inline ptrdiff_t pygpu_array_size(const PyGPUArray *a)
+{
+    ptrdiff_t n = 1;
+    for (int i = 0; i < a->nd; i++)
+        n *= a->dims[i];
+    return n;
+}
+
 /* ---- errors.c ---------------------------------------------------------- */
 
 /* Return 0 if `status` is success; else clear the runtime's last error, set
@@ -267,6 +276,8 @@ extern PyMappingMethods pygpu_array_as_mapping;
 extern PyGetSetDef pygpu_array_getset[];
 extern PyMethodDef pygpu_array_methods[];
 int pygpu_flags_init(PyObject *m, pygpu_state *st);
+/* A tuple of n ints; new reference. */
+PyObject *pygpu_tuple_of(const ptrdiff_t *v, int n);
 int pygpu_capi_init(PyObject *m, pygpu_state *st);
 PyObject *pygpu_array_subscript(PyObject *self, PyObject *key);
 int pygpu_array_ass_subscript(PyObject *self, PyObject *key, PyObject *value);
