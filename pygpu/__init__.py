@@ -101,6 +101,20 @@ from . import _creation  # noqa: E402  (needs the backend's names in place)
 
 _exported += _creation.install(globals())
 
+
+def can_access_peer(device, peer):
+    """True if `device` can address `peer`'s memory directly (peer to peer)."""
+    return Device(device).can_access_peer(peer)
+
+
+def enable_peer_access(device, peer):
+    """Let `device` address `peer`'s memory directly; GPUError naming both
+    where the hardware refuses.  Copies between devices do this themselves."""
+    return Device(device).enable_peer_access(peer)
+
+
+_exported += ["can_access_peer", "enable_peer_access"]
+
 # The original PyGPU's interface (pygpu/lowlevel.py) loads on first use of
 # one of its names; pygpu.driver (PyCUDA's driver idioms) on first use too.
 _LOWLEVEL_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",

@@ -211,9 +211,9 @@ static PyObject *from_host(pygpu_state *st, PyTypeObject *tp, PyObject *obj, PyA
     PyGPUArray *a = (PyGPUArray *)pygpu_array_empty(st, tp, d, PyArray_NDIM(h), PyArray_SHAPE(h), fortran,
                                                     stream);
     pygpu_stream_t s;
-    if (!a || pygpu_stream_arg(st, stream, &s) < 0)
+    if (!a || pygpu_stream_for(st, stream, a->device, "array", &s) < 0)
         goto fail;
-    pygpu_side dst = {a->data, GA_STRIDES(a), 1}, src = {PyArray_BYTES(h), PyArray_STRIDES(h), 0};
+    pygpu_side dst = {a->data, GA_STRIDES(a), 1, a->device}, src = {PyArray_BYTES(h), PyArray_STRIDES(h), 0, -1};
     if (pygpu_copy(st, dst, src, a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, async) < 0)
         goto fail;
     Py_DECREF(h);

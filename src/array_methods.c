@@ -9,7 +9,7 @@
 #define SELF ((PyGPUArray *)self)
 #define KW(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 
-static pygpu_side device_side(PyGPUArray *a) { return (pygpu_side){a->data, GA_STRIDES(a), 1}; }
+static pygpu_side device_side(PyGPUArray *a) { return (pygpu_side){a->data, GA_STRIDES(a), 1, a->device}; }
 
 static PyObject *shape_repr(const ptrdiff_t *shape, int nd)
 {
@@ -77,7 +77,7 @@ PyObject *pygpu_array_get(PyGPUArray *a, PyObject *out, PyObject *stream, int pa
 {
     pygpu_state *st = pygpu_state_of((PyObject *)a);
     pygpu_stream_t s;
-    if (!st || pygpu_stream_arg(st, stream, &s) < 0)
+    if (!st || pygpu_stream_for(st, stream, a->device, "array", &s) < 0)
         return NULL;
     if (out && out != Py_None) {
         if (!PyArray_Check(out))
@@ -104,7 +104,7 @@ PyObject *pygpu_array_get(PyGPUArray *a, PyObject *out, PyObject *stream, int pa
     } else if (!(out = new_host_array(st, a, pagelocked))) {
         return NULL;
     }
-    pygpu_side host = {PyArray_BYTES((PyArrayObject *)out), PyArray_STRIDES((PyArrayObject *)out), 0};
+    pygpu_side host = {PyArray_BYTES((PyArrayObject *)out), PyArray_STRIDES((PyArrayObject *)out), 0, -1};
     if (pygpu_copy(st, host, device_side(a), a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, 0) < 0) {
         Py_DECREF(out);
         return NULL;
@@ -178,17 +178,25 @@ static int same_shape(PyGPUArray *a, PyGPUArray *b)
     return a->nd == b->nd && memcmp(GA_SHAPE(a), GA_SHAPE(b), (size_t)a->nd * sizeof(ptrdiff_t)) == 0;
 }
 
-/* A dense copy of `a` on the device; new reference. */
-static PyObject *dense_copy(pygpu_state *st, PyGPUArray *a, int fortran, pygpu_stream_t s, PyObject *stream)
+/* A dense copy of `a` on device `dev` (stream `s` of it); new reference.
+ * A copy to another device is done when this returns. */
+static PyObject *dense_copy(pygpu_state *st, PyGPUArray *a, int fortran, pygpu_stream_t s, PyObject *stream,
+                            int dev)
 {
+    int prev;
+    if (pygpu_device_enter(st, dev, &prev) < 0)
+        return NULL;
     Py_INCREF(a->descr);
     PyGPUArray *c = (PyGPUArray *)pygpu_array_empty(st, Py_TYPE(a), a->descr, a->nd, GA_SHAPE(a), fortran,
                                                     stream);
+    if (pygpu_device_leave(st, prev) < 0)
+        Py_CLEAR(c);
     if (c && pygpu_copy(st, device_side(c), device_side(a), a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, 1) < 0)
         Py_CLEAR(c);
     if (c) {
         pygpu_array_note_stream(st, c, stream, s);
-        pygpu_array_note_stream(st, a, stream, s);
+        if (dev == a->device)
+            pygpu_array_note_stream(st, a, stream, s);
     }
     return (PyObject *)c;
 }
@@ -200,14 +208,14 @@ int pygpu_array_assign(PyGPUArray *a, PyObject *value, PyObject *stream, int asy
     ptrdiff_t strides[PYGPU_MAXDIMS];
     PyObject *host = NULL;
     int r = -1;
-    if (!st || pygpu_stream_arg(st, stream, &s) < 0)
+    if (!st || pygpu_stream_for(st, stream, a->device, "array", &s) < 0)
         return -1;
     if (PyObject_TypeCheck(value, st->Array)) {
         PyGPUArray *v = (PyGPUArray *)value;
         if (same_shape(a, v) && PyArray_EquivTypes(a->descr, v->descr)) {
             PyObject *tmp = NULL;
             if (may_overlap(a, v)) {    /* as NumPy: the result is as if v were copied first */
-                if (!(tmp = dense_copy(st, v, 0, s, stream)))
+                if (!(tmp = dense_copy(st, v, 0, s, stream, a->device)))
                     return -1;
                 v = (PyGPUArray *)tmp;
             }
@@ -215,7 +223,8 @@ int pygpu_array_assign(PyGPUArray *a, PyObject *value, PyObject *stream, int asy
             Py_XDECREF(tmp);
             if (r == 0) {
                 pygpu_array_note_stream(st, a, stream, s);
-                pygpu_array_note_stream(st, (PyGPUArray *)value, stream, s);
+                if (v->device == a->device)
+                    pygpu_array_note_stream(st, (PyGPUArray *)value, stream, s);
             }
             return r;
         }
@@ -230,7 +239,7 @@ int pygpu_array_assign(PyGPUArray *a, PyObject *value, PyObject *stream, int asy
         /* One value for every element: a fill, no host copy of the view. */
         r = pygpu_fill(st, device_side(a), a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), PyArray_BYTES(h), s);
     } else if (broadcast_strides(a, h, strides) == 0) {
-        pygpu_side src = {PyArray_BYTES(h), strides, 0};
+        pygpu_side src = {PyArray_BYTES(h), strides, 0, -1};
         r = pygpu_copy(st, device_side(a), src, a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, async);
     }
     if (r == 0)
@@ -319,15 +328,33 @@ static int copy_order(PyGPUArray *a, PyObject *order)
 
 static PyObject *array_copy(PyObject *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"order", "stream", NULL};
-    PyObject *order = NULL, *stream = Py_None;
+    static char *kwlist[] = {"order", "stream", "device", NULL};
+    PyObject *order = NULL, *stream = Py_None, *device = Py_None;
     pygpu_state *st = pygpu_state_of(self);
     pygpu_stream_t s;
-    int fortran;
-    if (!st || !PyArg_ParseTupleAndKeywords(args, kwds, "|O$O:copy", kwlist, &order, &stream) ||
-        (fortran = copy_order(SELF, order)) < 0 || pygpu_stream_arg(st, stream, &s) < 0)
+    int fortran, dev = SELF->device;
+    if (!st || !PyArg_ParseTupleAndKeywords(args, kwds, "|O$OO:copy", kwlist, &order, &stream, &device) ||
+        (fortran = copy_order(SELF, order)) < 0 ||
+        (device != Py_None && pygpu_device_arg(st, device, "device", &dev) < 0) ||
+        pygpu_stream_for(st, stream, dev, "copy", &s) < 0)
         return NULL;
-    return dense_copy(st, SELF, fortran, s, stream);
+    return dense_copy(st, SELF, fortran, s, stream, dev);
+}
+
+static PyObject *array_to_device(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"device", "stream", NULL};
+    PyObject *device, *stream = Py_None;
+    pygpu_state *st = pygpu_state_of(self);
+    pygpu_stream_t s;
+    int dev;
+    if (!st || !PyArg_ParseTupleAndKeywords(args, kwds, "O|$O:to_device", kwlist, &device, &stream) ||
+        pygpu_device_arg(st, device, "device", &dev) < 0 || pygpu_stream_for(st, stream, dev, "copy", &s) < 0)
+        return NULL;
+    if (dev == SELF->device)
+        return Py_NewRef(self);
+    int fortran = (SELF->flags & PYGPU_F_CONTIGUOUS) && !(SELF->flags & PYGPU_C_CONTIGUOUS);
+    return dense_copy(st, SELF, fortran, s, stream, dev);
 }
 
 static PyObject *array_fill(PyObject *self, PyObject *args, PyObject *kwds)
@@ -337,7 +364,7 @@ static PyObject *array_fill(PyObject *self, PyObject *args, PyObject *kwds)
     pygpu_state *st = pygpu_state_of(self);
     pygpu_stream_t s;
     if (!st || !PyArg_ParseTupleAndKeywords(args, kwds, "O|O:fill", kwlist, &value, &stream) ||
-        pygpu_stream_arg(st, stream, &s) < 0)
+        pygpu_stream_for(st, stream, SELF->device, "array", &s) < 0)
         return NULL;
     if (!(SELF->flags & PYGPU_WRITEABLE)) {
         PyErr_SetString(PyExc_ValueError, "assignment destination is read-only");
@@ -438,9 +465,9 @@ static PyObject *reshape_to(PyGPUArray *a, int nd, const ptrdiff_t *shape, int f
         return pygpu_array_view(a, nd, shape, strides, a->data, NULL);
     pygpu_state *st = pygpu_state_of((PyObject *)a);
     pygpu_stream_t s;
-    if (!st || pygpu_stream_arg(st, NULL, &s) < 0)
+    if (!st || pygpu_stream_for(st, NULL, a->device, "array", &s) < 0)
         return NULL;
-    PyGPUArray *c = (PyGPUArray *)dense_copy(st, a, fortran, s, NULL);
+    PyGPUArray *c = (PyGPUArray *)dense_copy(st, a, fortran, s, NULL, a->device);
     if (!c)
         return NULL;
     pygpu_shape_strides(nd, shape, GA_ITEMSIZE(a), fortran, strides);
@@ -498,9 +525,9 @@ static PyObject *array_flatten(PyObject *self, PyObject *args, PyObject *kwds)
     int fortran;
     ptrdiff_t n = pygpu_array_size(SELF), stride = GA_ITEMSIZE(SELF);
     if (!st || !PyArg_ParseTupleAndKeywords(args, kwds, "|O:flatten", kwlist, &order) ||
-        (fortran = copy_order(SELF, order)) < 0 || pygpu_stream_arg(st, NULL, &s) < 0)
+        (fortran = copy_order(SELF, order)) < 0 || pygpu_stream_for(st, NULL, SELF->device, "array", &s) < 0)
         return NULL;
-    PyGPUArray *c = (PyGPUArray *)dense_copy(st, SELF, fortran, s, NULL);
+    PyGPUArray *c = (PyGPUArray *)dense_copy(st, SELF, fortran, s, NULL, SELF->device);
     if (!c)
         return NULL;
     PyObject *r = pygpu_array_wrap(st, Py_TYPE(self), (Py_INCREF(SELF->descr), SELF->descr), 1, &n, &stride,
@@ -631,7 +658,15 @@ PyMethodDef pygpu_array_methods[] = {
      "(PyCUDA's set(ary, async_, stream) works too)."},
     {"set_async", KW(array_set_async),
      "set_async(ary, stream=None)\n--\n\nAs set(), queued on `stream`."},
-    {"copy", KW(array_copy), "copy(order='C', *, stream=None)\n--\n\nA new array with the same elements."},
+    {"copy", KW(array_copy),
+     "copy(order='C', *, stream=None, device=None)\n--\n\n"
+     "A new array with the same elements, on `device` (default: this array's).\n"
+     "A copy to another device goes peer to peer where the hardware allows,\n"
+     "else through pinned host memory, and is done when this returns."},
+    {"to_device", KW(array_to_device),
+     "to_device(device, *, stream=None)\n--\n\n"
+     "This array on `device`: itself if it is there, else a copy (as copy(device=...),\n"
+     "keeping Fortran order)."},
     {"fill", KW(array_fill), "fill(value, stream=None)\n--\n\nSet every element to `value`; returns self."},
     {"view", KW(array_view_method),
      "view(dtype=None)\n--\n\nThe same memory seen as another dtype (or a plain view)."},

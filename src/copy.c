@@ -13,12 +13,16 @@
  *      rows, one copy of the bytes the view covers, then a host-side gather;
  *   4. device->device layouts that would need many runtime calls go through
  *      the host.
+ * Between two devices, each side is made dense on its own device (a gather
+ * or scatter there), and the dense bytes cross peer to peer when the
+ * hardware allows it, else through pinned host buffers in a pipeline.
  * Everything here runs with the GIL released and returns runtime statuses;
  * pygpu_copy and pygpu_fill are the two doors from Python.
  */
 #include "pygpu.h"
 #include "staging.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -387,7 +391,7 @@ static pygpu_status d2d_via_host(ctx *c, pygpu_side dst, pygpu_side src, int nd,
     pygpu_shape_strides(nd, shape, itemsize, 0, strides);
     if ((r = host_temp(c, &t, (size_t)(size * itemsize))) != 0)
         return r;
-    pygpu_side mid = {t.host, strides, 0};
+    pygpu_side mid = {t.host, strides, 0, -1};
     if ((r = plan(c, mid, src, nd, shape, itemsize)) == 0 &&
         (r = note(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize")) == 0)
         r = plan(c, dst, mid, nd, shape, itemsize);
@@ -416,19 +420,221 @@ static pygpu_status plan(ctx *c, pygpu_side dst, pygpu_side src, int nd, const p
     return dst.on_device ? h2d(c, &p, &g, d, s, itemsize) : d2h(c, &p, &g, d, s, itemsize);
 }
 
+/* ---- between devices -------------------------------------------------------- */
+
+#define PEER_DEVICES 64
+static pthread_mutex_t peer_mu = PTHREAD_MUTEX_INITIALIZER;
+static signed char peer_state[PEER_DEVICES][PEER_DEVICES];    /* 1 enabled, -1 refused, 0 not asked */
+
+static int peer_in_range(int dev, int peer)
+{
+    return dev >= 0 && dev < PEER_DEVICES && peer >= 0 && peer < PEER_DEVICES;
+}
+
+/* Run `fn(peer)` with `dev` current, then restore the current device. */
+static pygpu_status on_dev(int dev, pygpu_status (*fn)(int), int peer)
+{
+    int prev = -1;
+    pygpu_status s = pygpu_rt_get_device(&prev);
+    if (s == 0 && prev != dev)
+        s = pygpu_rt_set_device(dev);
+    if (s == 0) {
+        s = fn(peer);
+        if (prev != dev && pygpu_rt_set_device(prev) != 0 && s == 0)
+            s = pygpu_rt_get_last_error();
+    }
+    return s;
+}
+
+pygpu_status pygpu_peer_enable(int dev, int peer)
+{
+    int can = 0;
+    pygpu_status s;
+    pthread_mutex_lock(&peer_mu);
+    if (peer_in_range(dev, peer) && peer_state[dev][peer] == 1) {
+        pthread_mutex_unlock(&peer_mu);
+        return 0;
+    }
+    s = pygpu_rt_can_access_peer(dev, peer, &can);
+    if (s == 0)
+        s = can ? on_dev(dev, pygpu_rt_enable_peer_access, peer) : PYGPU_RT_PEER_UNSUPPORTED;
+    if (peer_in_range(dev, peer) && (s == 0 || !can))
+        peer_state[dev][peer] = s == 0 ? 1 : -1;
+    pthread_mutex_unlock(&peer_mu);
+    return s;
+}
+
+pygpu_status pygpu_peer_disable(int dev, int peer)
+{
+    pthread_mutex_lock(&peer_mu);
+    pygpu_status s = on_dev(dev, pygpu_rt_disable_peer_access, peer);
+    if (s == 0 && peer_in_range(dev, peer))
+        peer_state[dev][peer] = 0;
+    pthread_mutex_unlock(&peer_mu);
+    return s;
+}
+
+int pygpu_peer_usable(int dst, int src)
+{
+    pygpu_transfer_config cfg;
+    pygpu_transfer_config_get(&cfg);
+    if (!cfg.peer)
+        return 0;
+    pthread_mutex_lock(&peer_mu);
+    int known = peer_in_range(dst, src) ? peer_state[dst][src] + 2 * peer_state[src][dst] : 0;
+    pthread_mutex_unlock(&peer_mu);
+    if (known == 3)
+        return 1;
+    if (pygpu_peer_enable(dst, src) == 0 && pygpu_peer_enable(src, dst) == 0)
+        return 1;
+    (void)pygpu_rt_get_last_error();
+    return 0;
+}
+
+/* Make `dev` current (the pipeline's two sides take turns). */
+static pygpu_status use(ctx *c, int dev)
+{
+    return note(c, pygpu_rt_set_device(dev), "SetDevice");
+}
+
+/* `n` dense bytes from `src` on `sdev` to `dst` on `ddev` through pinned host
+ * buffers: device to host on `sdev`'s legacy stream, host to device on c->s,
+ * `depth` buffers in flight, ordered by events (no host waits).  `ddev` is
+ * current on return. */
+static pygpu_status staged_cross(ctx *c, char *dst, int ddev, const char *src, int sdev, size_t n)
+{
+    pygpu_transfer_config cfg;
+    pygpu_transfer_config_get(&cfg);
+    size_t chunk = n < cfg.chunk ? n : cfg.chunk;
+    int nbuf = 0, want = (int)((n + chunk - 1) / chunk);
+    void *buf[16];
+    pygpu_event_t down[16] = {0}, up[16] = {0};
+    pygpu_status r = 0;
+    if (want > cfg.depth)
+        want = cfg.depth;
+    if (want > 16)
+        want = 16;
+    while (nbuf < want && (buf[nbuf] = pygpu_pinned_take(chunk)) != NULL)
+        nbuf++;
+    if (nbuf == 0)      /* the pool is at its limit: the runtime stages it */
+        return note(c, pygpu_rt_memcpy_peer_async(dst, ddev, src, sdev, n, c->s), "MemcpyPeerAsync");
+    for (int k = 0; r == 0 && k < nbuf; k++) {
+        if ((r = use(c, sdev)) == 0)
+            r = note(c, pygpu_rt_event_create(&down[k], PYGPU_EVENT_DISABLE_TIMING), "EventCreateWithFlags");
+        if (r == 0 && (r = use(c, ddev)) == 0)
+            r = note(c, pygpu_rt_event_create(&up[k], PYGPU_EVENT_DISABLE_TIMING), "EventCreateWithFlags");
+    }
+    for (size_t off = 0, i = 0; r == 0 && off < n; off += chunk, i++) {
+        int k = (int)(i % (size_t)nbuf);
+        size_t len = n - off < chunk ? n - off : chunk;
+        if ((r = use(c, sdev)) != 0 ||
+            (i >= (size_t)nbuf && (r = note(c, pygpu_rt_stream_wait_event(PYGPU_STREAM_NULL, up[k]),
+                                            "StreamWaitEvent")) != 0) ||
+            (r = note(c, pygpu_rt_memcpy_async(buf[k], src + off, len, PYGPU_COPY_D2H, PYGPU_STREAM_NULL),
+                      "MemcpyAsync")) != 0 ||
+            (r = note(c, pygpu_rt_event_record(down[k], PYGPU_STREAM_NULL), "EventRecord")) != 0 ||
+            (r = use(c, ddev)) != 0 ||
+            (r = note(c, pygpu_rt_stream_wait_event(c->s, down[k]), "StreamWaitEvent")) != 0 ||
+            (r = note(c, pygpu_rt_memcpy_async(dst + off, buf[k], len, PYGPU_COPY_H2D, c->s), "MemcpyAsync")) != 0)
+            break;
+        r = note(c, pygpu_rt_event_record(up[k], c->s), "EventRecord");
+    }
+    /* The buffers go back once both sides are past them. */
+    pygpu_status w = pygpu_rt_set_device(sdev);
+    if (w == 0)
+        w = pygpu_rt_stream_synchronize(PYGPU_STREAM_NULL);
+    if (w == 0 && (w = pygpu_rt_set_device(ddev)) == 0)
+        w = pygpu_rt_stream_synchronize(c->s);
+    if (r == 0)
+        r = note(c, w, "StreamSynchronize");
+    for (int k = 0; k < nbuf; k++) {
+        pygpu_pinned_give(buf[k]);
+        if (down[k])
+            (void)pygpu_rt_event_destroy(down[k]);
+        if (up[k])
+            (void)pygpu_rt_event_destroy(up[k]);
+    }
+    return r;
+}
+
+/* Copy `p` (dst layout 0 on `ddev`, current, stream c->s; src layout 1 on
+ * `sdev`).  Done when it returns, with `ddev` current. */
+static pygpu_status cross_device(ctx *c, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape,
+                                 ptrdiff_t itemsize)
+{
+    pygpu_pair p;
+    pygpu_pair_init(&p, nd, shape, dst.strides, src.strides);
+    pygpu_pair_simplify(&p, 0);
+    if (p.nd < 0)
+        return 0;
+    int ddev = dst.device, sdev = src.device;
+    size_t n = (size_t)(pair_size(&p) * itemsize);
+    char *to = dst.ptr + p.offset[0], *from = src.ptr + p.offset[1];
+    ctx sc = {PYGPU_STREAM_NULL, NULL, NULL, 0};    /* the source side's work: its legacy stream */
+    temps stmp = {0}, dtmp = {0};
+    pygpu_event_t ready = NULL;
+    pygpu_status r;
+    /* On the source device, after the work queued there: a dense copy of the
+     * source if it is not dense, and an event the copy waits for. */
+    if ((r = use(c, sdev)) == 0 && !pygpu_pair_is_dense(&p, 1, itemsize) &&
+        (r = dev_temp(&sc, &stmp, n)) == 0 && (r = device_pass(&sc, &p, 1, from, stmp.dev, itemsize, 1)) == 0)
+        from = stmp.dev;
+    if (r == 0 && (r = note(&sc, pygpu_rt_event_create(&ready, PYGPU_EVENT_DISABLE_TIMING),
+                            "EventCreateWithFlags")) == 0)
+        r = note(&sc, pygpu_rt_event_record(ready, PYGPU_STREAM_NULL), "EventRecord");
+    if (sc.call)
+        c->call = sc.call;
+    if (r == 0 && (r = use(c, ddev)) == 0)
+        r = note(c, pygpu_rt_stream_wait_event(c->s, ready), "StreamWaitEvent");
+    int dense_to = pygpu_pair_is_dense(&p, 0, itemsize);
+    if (r == 0 && !dense_to && (r = dev_temp(c, &dtmp, n)) == 0)
+        to = dtmp.dev;
+    if (r == 0)
+        r = pygpu_peer_usable(ddev, sdev)
+                ? note(c, pygpu_rt_memcpy_peer_async(to, ddev, from, sdev, n, c->s), "MemcpyPeerAsync")
+                : staged_cross(c, to, ddev, from, sdev, n);
+    if (r == 0 && !dense_to)
+        r = device_pass(c, &p, 0, dst.ptr + p.offset[0], dtmp.dev, itemsize, 0);
+    if (r == 0)
+        r = note(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize");
+    if (ready)
+        (void)pygpu_rt_event_destroy(ready);
+    r = temps_free(c, &dtmp, r);
+    if (stmp.dev) {
+        (void)pygpu_rt_set_device(sdev);
+        r = temps_free(&sc, &stmp, r);
+        if (sc.call && !c->call)
+            c->call = sc.call;
+        (void)pygpu_rt_set_device(ddev);
+    }
+    return r;
+}
+
 int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape,
                ptrdiff_t itemsize, pygpu_stream_t s, int async)
 {
     ctx c = {s, NULL, NULL, 0};
     pygpu_status r;
+    int dev = dst.on_device ? dst.device : src.on_device ? src.device : -1, prev = -1;
+    int cross = dst.on_device && src.on_device && dst.device >= 0 && src.device >= 0 && dst.device != src.device;
+    if (dev >= 0 && pygpu_device_enter(st, dev, &prev) < 0)
+        return -1;
     c.ts = PyEval_SaveThread();
-    r = plan(&c, dst, src, nd, shape, itemsize);
-    if (r == 0 && !async && !c.stopped)
+    if (cross)      /* done when it returns: the source may be freed at once */
+        r = cross_device(&c, dst, src, nd, shape, itemsize);
+    else
+        r = plan(&c, dst, src, nd, shape, itemsize);
+    if (r == 0 && !async && !cross && !c.stopped)
         r = note(&c, pygpu_rt_stream_synchronize(s), "StreamSynchronize");
     PyEval_RestoreThread(c.ts);
+    int back = prev >= 0 && !c.stopped && r == 0 ? pygpu_device_leave(st, prev) : 0;
+    if (prev >= 0 && (c.stopped || r != 0) && pygpu_rt_set_device(prev) != 0)
+        (void)pygpu_rt_get_last_error();
     if (c.stopped)
         return -1;      /* the signal handler's exception (KeyboardInterrupt) is set */
-    return pygpu_check(st, r, c.call ? c.call : "MemcpyAsync");
+    if (pygpu_check(st, r, c.call ? c.call : "MemcpyAsync") < 0)
+        return -1;
+    return back;
 }
 
 /* ---- fill ------------------------------------------------------------------ */
@@ -472,13 +678,16 @@ int pygpu_fill(pygpu_state *st, pygpu_side dst, int nd, const ptrdiff_t *shape, 
     if (p.nd < 0)
         return 0;
     ptrdiff_t n = pair_size(&p);
+    int prev = -1;
+    if (dst.device >= 0 && pygpu_device_enter(st, dst.device, &prev) < 0)
+        return -1;
     Py_BEGIN_ALLOW_THREADS
     if (pygpu_pair_is_dense(&p, 0, itemsize)) {
         r = fill_dense(&c, dst.ptr + p.offset[0], n, itemsize, value);
     } else if ((r = dev_temp(&c, &t, (size_t)(n * itemsize))) == 0 &&
                (r = fill_dense(&c, t.dev, n, itemsize, value)) == 0) {
         dense_strides(&p, itemsize, ds);
-        pygpu_side view = {dst.ptr + p.offset[0], p.strides[0], 1}, dense = {t.dev, ds, 1};
+        pygpu_side view = {dst.ptr + p.offset[0], p.strides[0], 1, -1}, dense = {t.dev, ds, 1, -1};
         r = plan(&c, view, dense, p.nd, p.shape, itemsize);
     }
     r = temps_free(&c, &t, r);
@@ -487,5 +696,7 @@ int pygpu_fill(pygpu_state *st, pygpu_side dst, int nd, const ptrdiff_t *shape, 
     if (r == 0 && !is_uniform(value, itemsize))
         r = note(&c, pygpu_rt_stream_synchronize(s), "StreamSynchronize");
     Py_END_ALLOW_THREADS
+    if (prev >= 0 && pygpu_rt_set_device(prev) != 0 && r == 0)
+        r = note(&c, pygpu_rt_get_last_error(), "SetDevice");
     return pygpu_check(st, r, c.call ? c.call : "MemsetAsync");
 }

@@ -93,6 +93,31 @@ PyObject *pygpu_device_get(pygpu_state *st, int dev)
     return Py_NewRef(PyTuple_GET_ITEM(all, dev));
 }
 
+int pygpu_device_arg(pygpu_state *st, PyObject *obj, const char *what, int *dev)
+{
+    if (PyObject_TypeCheck(obj, st->Device)) {
+        *dev = ((PyGPUDevice *)obj)->id;
+        return 0;
+    }
+    if (!PyIndex_Check(obj) || PyBool_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a pygpu.Device or an int ordinal, not %.100s", what,
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    int overflow = 0;
+    PyObject *v = PyNumber_Index(obj);
+    long d = v ? PyLong_AsLongAndOverflow(v, &overflow) : -1;
+    Py_XDECREF(v);
+    if (d == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow)
+        d = overflow < 0 ? LONG_MIN : LONG_MAX;
+    if (pygpu_check_device_id(st, d) < 0)
+        return -1;
+    *dev = (int)d;
+    return 0;
+}
+
 static PyObject *device_new(PyTypeObject *tp, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"device", NULL};
@@ -290,6 +315,48 @@ static PyObject *device_exit(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* The `peer` argument of the peer methods, checked; -1 with an exception. */
+static int peer_arg(PyObject *self, PyObject *arg, pygpu_state **st)
+{
+    int peer;
+    if (!(*st = pygpu_state_of(self)) || pygpu_device_arg(*st, arg, "peer", &peer) < 0)
+        return -1;
+    return peer;
+}
+
+static PyObject *device_can_access_peer(PyObject *self, PyObject *arg)
+{
+    pygpu_state *st;
+    int can = 0, dev = ((PyGPUDevice *)self)->id, peer = peer_arg(self, arg, &st);
+    if (peer < 0 || pygpu_check(st, pygpu_rt_can_access_peer(dev, peer, &can), "DeviceCanAccessPeer") < 0)
+        return NULL;
+    return PyBool_FromLong(can);
+}
+
+/* Enable or disable this device's access to `peer`'s memory. */
+static PyObject *peer_access(PyObject *self, PyObject *arg, int enable)
+{
+    pygpu_state *st;
+    char call[96];
+    int dev = ((PyGPUDevice *)self)->id, peer = peer_arg(self, arg, &st);
+    if (peer < 0)
+        return NULL;
+    if (peer == dev)
+        return PyErr_Format(PyExc_ValueError, "device %d cannot be its own peer", dev);
+    snprintf(call, sizeof call, "Device%sPeerAccess (device %d to peer %d)", enable ? "Enable" : "Disable",
+             dev, peer);
+    pygpu_status r;
+    Py_BEGIN_ALLOW_THREADS
+    r = enable ? pygpu_peer_enable(dev, peer) : pygpu_peer_disable(dev, peer);
+    Py_END_ALLOW_THREADS
+    if (pygpu_check(st, r, call) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *device_enable_peer_access(PyObject *self, PyObject *arg) { return peer_access(self, arg, 1); }
+static PyObject *device_disable_peer_access(PyObject *self, PyObject *arg) { return peer_access(self, arg, 0); }
+
 static PyMemberDef device_members[] = {
     {"id", T_INT, offsetof(PyGPUDevice, id), READONLY, "The device ordinal."},
     {0},
@@ -311,6 +378,15 @@ static PyMethodDef device_methods[] = {
      "synchronize()\n--\n\nWait for all work on this device."},
     {"make_current", device_make_current, METH_NOARGS,
      "make_current()\n--\n\nMake this the current device of this thread."},
+    {"can_access_peer", device_can_access_peer, METH_O,
+     "can_access_peer(peer, /)\n--\n\nTrue if this device can address `peer`'s memory directly."},
+    {"enable_peer_access", device_enable_peer_access, METH_O,
+     "enable_peer_access(peer, /)\n--\n\n"
+     "Let this device address `peer`'s memory directly (enabling it again is\n"
+     "harmless).  GPUError naming both devices where the hardware refuses.\n"
+     "Copies between devices enable it themselves when they can."},
+    {"disable_peer_access", device_disable_peer_access, METH_O,
+     "disable_peer_access(peer, /)\n--\n\nUndo enable_peer_access(peer)."},
     {"__enter__", device_enter, METH_NOARGS, NULL},
     {"__exit__", device_exit, METH_VARARGS, NULL},
     {0},

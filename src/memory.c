@@ -143,7 +143,7 @@ PyObject *pygpu_memory_new(pygpu_state *st, size_t nbytes, PyObject *stream)
         if (!(stream = cur = pygpu_current_stream(st)))
             return NULL;
     }
-    if (pygpu_stream_arg(st, stream, &h) < 0)
+    if (pygpu_stream_for(st, cur ? NULL : stream, dev, "allocation", &h) < 0)
         goto done;
     m = (PyGPUMemory *)st->Memory->tp_alloc(st->Memory, 0);
     if (!m)
@@ -153,7 +153,8 @@ PyObject *pygpu_memory_new(pygpu_state *st, size_t nbytes, PyObject *stream)
     /* The per-thread default stream is another stream in each thread: give
      * such memory back on the legacy stream, which waits for it. */
     m->stream = h == PYGPU_STREAM_PER_THREAD ? PYGPU_STREAM_NULL : h;
-    if (PyObject_TypeCheck(stream, st->Stream) && ((PyGPUStream *)stream)->owned)
+    if (PyObject_TypeCheck(stream, st->Stream) && ((PyGPUStream *)stream)->owned &&
+        ((PyGPUStream *)stream)->handle == h)
         m->stream_ref = Py_NewRef(stream);
     m->cacheable = st->use_cache && st->use_pool && h == PYGPU_STREAM_NULL && nbytes > 0 &&
                    nbytes <= PYGPU_CACHE_MAX_BLOCK;
@@ -357,7 +358,7 @@ static int run_copy(pygpu_state *st, void *dst, const void *src, size_t n,
                     enum pygpu_copy_kind kind, pygpu_stream_t s, int async)
 {
     ptrdiff_t shape = (ptrdiff_t)n, one = 1;
-    pygpu_side d = {dst, &one, kind != PYGPU_COPY_D2H}, f = {(char *)src, &one, kind != PYGPU_COPY_H2D};
+    pygpu_side d = {dst, &one, kind != PYGPU_COPY_D2H, -1}, f = {(char *)src, &one, kind != PYGPU_COPY_H2D, -1};
     return n == 0 ? 0 : pygpu_copy(st, d, f, 1, &shape, 1, s, async);
 }
 
@@ -427,6 +428,37 @@ static PyObject *copy_dtod(PyObject *mod, PyObject *args, PyObject *kwds, int as
     Py_RETURN_NONE;
 }
 
+/* cudaMemcpyPeer itself: no planning, no device switch. */
+static PyObject *copy_peer(PyObject *mod, PyObject *args, PyObject *kwds, int async)
+{
+    static char *kwlist[] = {"dest", "src", "nbytes", "dest_device", "src_device", "stream", NULL};
+    const char *fn = async ? "memcpy_peer_async" : "memcpy_peer";
+    PyObject *dest, *src, *n_obj, *ddev_obj, *sdev_obj, *stream = Py_None;
+    void *dptr, *sptr;
+    size_t dsize, ssize, n;
+    int ddev, sdev;
+    pygpu_stream_t s;
+    pygpu_status r = 0;
+    pygpu_state *st = PyModule_GetState(mod);
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOO|O", kwlist, &dest, &src, &n_obj, &ddev_obj, &sdev_obj,
+                                     &stream) ||
+        pygpu_address_arg(st, dest, &dptr, &dsize) < 0 || pygpu_address_arg(st, src, &sptr, &ssize) < 0 ||
+        pygpu_size_arg(n_obj, "nbytes", &n) < 0 || pygpu_device_arg(st, ddev_obj, "dest_device", &ddev) < 0 ||
+        pygpu_device_arg(st, sdev_obj, "src_device", &sdev) < 0 || pygpu_stream_arg(st, stream, &s) < 0 ||
+        fits(fn, "destination", n, dsize) < 0 || fits(fn, "source", n, ssize) < 0)
+        return NULL;
+    if (n) {
+        Py_BEGIN_ALLOW_THREADS
+        r = pygpu_rt_memcpy_peer_async(dptr, ddev, sptr, sdev, n, s);
+        if (r == 0 && !async)
+            r = pygpu_rt_stream_synchronize(s);
+        Py_END_ALLOW_THREADS
+    }
+    if (pygpu_check(st, r, "MemcpyPeerAsync") < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyObject *fill_d8(PyObject *mod, PyObject *args, PyObject *kwds, int async)
 {
     static char *kwlist[] = {"dest", "value", "nbytes", "stream", NULL};
@@ -461,6 +493,7 @@ static PyObject *fill_d8(PyObject *mod, PyObject *args, PyObject *kwds, int asyn
 SYNC_AND_ASYNC(memcpy_htod, copy_htod)
 SYNC_AND_ASYNC(memcpy_dtoh, copy_dtoh)
 SYNC_AND_ASYNC(memcpy_dtod, copy_dtod)
+SYNC_AND_ASYNC(memcpy_peer, copy_peer)
 SYNC_AND_ASYNC(memset_d8, fill_d8)
 
 #define KW(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
@@ -488,6 +521,13 @@ PyMethodDef pygpu_memcpy_methods[] = {
      "memcpy_dtod(dest, src, nbytes, stream=None)\n--\n\nCopy nbytes between device addresses; wait."},
     {"memcpy_dtod_async", KW(memcpy_dtod_async),
      "memcpy_dtod_async(dest, src, nbytes, stream=None)\n--\n\nQueue a device-to-device copy."},
+    {"memcpy_peer", KW(memcpy_peer),
+     "memcpy_peer(dest, src, nbytes, dest_device, src_device, stream=None)\n--\n\n"
+     "Copy nbytes from `src` on src_device to `dest` on dest_device (the runtime's\n"
+     "MemcpyPeer: direct where peer access is enabled, else staged by the driver); wait."},
+    {"memcpy_peer_async", KW(memcpy_peer_async),
+     "memcpy_peer_async(dest, src, nbytes, dest_device, src_device, stream=None)\n--\n\n"
+     "Queue a copy between devices."},
     {"memset_d8", KW(memset_d8),
      "memset_d8(dest, value, nbytes, stream=None)\n--\n\nSet nbytes at `dest` to byte `value`; wait."},
     {"memset_d8_async", KW(memset_d8_async),

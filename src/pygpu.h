@@ -173,6 +173,9 @@ int pygpu_current_device(pygpu_state *st);
 int pygpu_check_device_id(pygpu_state *st, long dev);
 /* The Device object for `dev` (cached); new reference. */
 PyObject *pygpu_device_get(pygpu_state *st, int dev);
+/* A `device=` argument: a Device or an int ordinal in range; 0 with *dev
+ * set, or -1 with TypeError/ValueError naming `what`. */
+int pygpu_device_arg(pygpu_state *st, PyObject *obj, const char *what, int *dev);
 int pygpu_device_init(PyObject *m, pygpu_state *st);
 
 /* ---- stream.c ---------------------------------------------------------- */
@@ -183,6 +186,12 @@ PyObject *pygpu_current_stream(pygpu_state *st);
 /* Resolve a `stream=` argument: None (the current stream), a Stream, or an
  * int handle; 0 on success, -1 with TypeError set. */
 int pygpu_stream_arg(pygpu_state *st, PyObject *obj, pygpu_stream_t *out);
+/* The same for work on device `dev` (run with `dev` current): None gives
+ * the current stream if it belongs to `dev`, else `dev`'s legacy default
+ * stream (each device has its own current stream, as in CuPy); a Stream
+ * of another device is a ValueError naming both devices and `what` (the
+ * object the work is for: "array"). */
+int pygpu_stream_for(pygpu_state *st, PyObject *obj, int dev, const char *what, pygpu_stream_t *out);
 /* Push `item` on the context-variable chain `var`; pop returns the item
  * (new reference) or NULL with RuntimeError if the chain is empty. */
 int pygpu_ctxstack_push(PyObject *var, PyObject *item);
@@ -226,11 +235,13 @@ int pygpu_descr_supported(PyArray_Descr *d);
 
 /* ---- copy.c -------------------------------------------------------------- */
 
-/* One side of a copy: where its element [0, ..., 0] is and its strides. */
+/* One side of a copy: where its element [0, ..., 0] is, its strides, and
+ * for device memory its device (-1: the current one). */
 typedef struct {
     char *ptr;
     const ptrdiff_t *strides;
     int on_device;
+    int device;
 } pygpu_side;
 
 /* Copy the elements of `src` to `dst` (layouts of one shape; any strides,
@@ -239,6 +250,14 @@ typedef struct {
  * -1 with an exception set. */
 int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape,
                ptrdiff_t itemsize, pygpu_stream_t s, int async);
+/* 1 if copies from device `src` to `dst` go peer to peer (the setting
+ * allows it and so does the hardware, both ways), enabling peer access the
+ * first time; 0 if they are staged through the host.  No Python calls. */
+int pygpu_peer_usable(int dst, int src);
+/* Let device `dev` address `peer`'s memory (remembered, so that later
+ * copies know); the runtime's status.  The current device is kept. */
+pygpu_status pygpu_peer_enable(int dev, int peer);
+pygpu_status pygpu_peer_disable(int dev, int peer);
 /* Fill the elements of a device layout with one element's bytes `value`. */
 int pygpu_fill(pygpu_state *st, pygpu_side dst, int nd, const ptrdiff_t *shape, ptrdiff_t itemsize,
                const void *value, pygpu_stream_t s);

@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -40,6 +41,8 @@ static void config_defaults(void)
     config.threads = cpus > 16 ? 16 : cpus > 0 ? (int)cpus : 1;  /* measured: all 16 cores of an H200 host */
     /* Host "device memory" is host memory: staging only adds a copy there. */
     config.min_bytes = strcmp(pygpu_rt_vendor(), "host") ? (size_t)1 << 20 : SIZE_MAX;
+    const char *peer = getenv("PYGPU_PEER");
+    config.peer = !(peer && strcmp(peer, "0") == 0);
     config_ready = 1;
 }
 

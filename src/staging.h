@@ -38,6 +38,8 @@ typedef struct {
     int depth;                  /* staging buffers in flight */
     int threads;                /* host threads copying each chunk (1 = the caller alone) */
     size_t min_bytes;           /* smaller pageable copies go the runtime's own way */
+    int peer;                   /* copies between devices go peer to peer where the
+                                 * hardware allows (else staged through the host) */
 } pygpu_transfer_config;
 
 void pygpu_transfer_config_get(pygpu_transfer_config *c);

@@ -86,6 +86,27 @@ int pygpu_stream_arg(pygpu_state *st, PyObject *obj, pygpu_stream_t *out)
     return -1;
 }
 
+int pygpu_stream_for(pygpu_state *st, PyObject *obj, int dev, const char *what, pygpu_stream_t *out)
+{
+    if (obj == NULL || obj == Py_None) {
+        PyGPUStream *cur = (PyGPUStream *)pygpu_current_stream(st);
+        if (!cur)
+            return -1;
+        *out = cur->device >= 0 && cur->device != dev ? PYGPU_STREAM_NULL : cur->handle;
+        Py_DECREF(cur);
+        return 0;
+    }
+    if (PyObject_TypeCheck(obj, st->Stream)) {
+        int sdev = ((PyGPUStream *)obj)->device;
+        if (sdev >= 0 && sdev != dev) {
+            PyErr_Format(PyExc_ValueError, "the stream is on device %d but the %s is on device %d", sdev, what,
+                         dev);
+            return -1;
+        }
+    }
+    return pygpu_stream_arg(st, obj, out);
+}
+
 /* ---- the Stream type --------------------------------------------------- */
 
 static PyGPUStream *stream_alloc(PyTypeObject *tp)

@@ -9,20 +9,21 @@ static PyObject *config_dict(void)
 {
     pygpu_transfer_config c;
     pygpu_transfer_config_get(&c);
-    return Py_BuildValue("{s:n,s:i,s:i,s:N}", "chunk", (Py_ssize_t)c.chunk, "depth", c.depth, "threads",
+    return Py_BuildValue("{s:n,s:i,s:i,s:N,s:O}", "chunk", (Py_ssize_t)c.chunk, "depth", c.depth, "threads",
                          c.threads, "min_bytes",
-                         c.min_bytes == SIZE_MAX ? Py_NewRef(Py_None) : PyLong_FromSize_t(c.min_bytes));
+                         c.min_bytes == SIZE_MAX ? Py_NewRef(Py_None) : PyLong_FromSize_t(c.min_bytes),
+                         "peer", c.peer ? Py_True : Py_False);
 }
 
 static PyObject *transfer_config(PyObject *m, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"chunk", "depth", "threads", "min_bytes", NULL};
-    PyObject *chunk = NULL, *depth = NULL, *threads = NULL, *min_bytes = NULL;
+    static char *kwlist[] = {"chunk", "depth", "threads", "min_bytes", "peer", NULL};
+    PyObject *chunk = NULL, *depth = NULL, *threads = NULL, *min_bytes = NULL, *peer = NULL;
     pygpu_transfer_config c;
     size_t v;
     (void)m;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$OOOO:transfer_config", kwlist, &chunk, &depth, &threads,
-                                     &min_bytes))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$OOOOO:transfer_config", kwlist, &chunk, &depth, &threads,
+                                     &min_bytes, &peer))
         return NULL;
     pygpu_transfer_config_get(&c);
     if (chunk) {
@@ -53,7 +54,12 @@ static PyObject *transfer_config(PyObject *m, PyObject *args, PyObject *kwds)
             return NULL;
         c.min_bytes = v;
     }
-    if (chunk || depth || threads || min_bytes) {
+    if (peer) {
+        if (!PyBool_Check(peer))
+            return PyErr_Format(PyExc_TypeError, "peer must be True or False, not %.100s", Py_TYPE(peer)->tp_name);
+        c.peer = peer == Py_True;
+    }
+    if (chunk || depth || threads || min_bytes || peer) {
         Py_BEGIN_ALLOW_THREADS
         pygpu_transfer_config_set(&c);
         Py_END_ALLOW_THREADS
@@ -116,11 +122,13 @@ PyMethodDef pygpu_transfer_methods[] = {
      "is_pinned(ary, /)\n--\n\nTrue if the host buffer `ary` is page-locked (allocated or registered\n"
      "with the runtime); always False on the host backend."},
     {"transfer_config", (PyCFunction)(void (*)(void))transfer_config, METH_VARARGS | METH_KEYWORDS,
-     "transfer_config(*, chunk=None, depth=None, threads=None, min_bytes=None)\n--\n\n"
+     "transfer_config(*, chunk=None, depth=None, threads=None, min_bytes=None, peer=None)\n--\n\n"
      "The staging pipeline's settings as a dict, after changing the ones given:\n"
      "chunk (bytes per staging buffer), depth (buffers in flight), threads (host\n"
      "threads copying each chunk), min_bytes (smaller pageable copies, or None for\n"
-     "all, go the runtime's own way)."},
+     "all, go the runtime's own way), peer (copies between devices go peer to\n"
+     "peer where the hardware allows; False stages them through pinned host\n"
+     "memory; PYGPU_PEER=0 sets False at start)."},
     {"pinned_pool_stats", pinned_pool_stats, METH_NOARGS,
      "pinned_pool_stats()\n--\n\n{'limit', 'in_use', 'cached', 'hits', 'misses'} of the pinned pool."},
     {"set_pinned_pool_limit", set_pinned_pool_limit, METH_O,

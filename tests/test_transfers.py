@@ -98,8 +98,10 @@ def test_transfer_config_validates():
         pygpu.transfer_config(threads="4")
     with pytest.raises(TypeError):
         pygpu.transfer_config(8)
+    with pytest.raises(TypeError, match="peer must be True or False"):
+        pygpu.transfer_config(peer=1)
     cfg = pygpu.transfer_config()
-    assert set(cfg) == {"chunk", "depth", "threads", "min_bytes"}
+    assert set(cfg) == {"chunk", "depth", "threads", "min_bytes", "peer"}
 
 
 def test_threads_transfer_at_once(staging):

@@ -125,4 +125,16 @@ pygpu_status pygpu_rt_event_elapsed_ms(float *ms, pygpu_event_t start, pygpu_eve
  * address the runtime does not know). */
 pygpu_status pygpu_rt_pointer_device(const void *p, int *dev);
 
+/* Peer access between devices.  *can = 1 if `dev` can address `peer`'s
+ * memory directly.  enable_peer_access lets the current device address
+ * `peer`'s memory (already enabled is success). */
+pygpu_status pygpu_rt_can_access_peer(int dev, int peer, int *can);
+pygpu_status pygpu_rt_enable_peer_access(int peer);
+pygpu_status pygpu_rt_disable_peer_access(int peer);
+/* `n` bytes from `src` on device `sdev` to `dst` on device `ddev`, ordered
+ * on `s` (direct when peer access is enabled, else the runtime stages it). */
+pygpu_status pygpu_rt_memcpy_peer_async(void *dst, int ddev, const void *src, int sdev, size_t n,
+                                        pygpu_stream_t s);
+extern const pygpu_status PYGPU_RT_PEER_UNSUPPORTED; /* the vendor's "peer access unsupported" */
+
 #endif /* PYGPU_BACKEND_RT_H */

@@ -326,3 +326,39 @@ pygpu_status pygpu_rt_pointer_device(const void *p, int *dev)
         *dev = a.device;
     return 0;
 }
+
+/* ---- peers -------------------------------------------------------------- */
+
+const pygpu_status PYGPU_RT_PEER_UNSUPPORTED = (pygpu_status)RT(ErrorPeerAccessUnsupported);
+
+pygpu_status pygpu_rt_can_access_peer(int dev, int peer, int *can)
+{
+    *can = 0;
+    return RT(DeviceCanAccessPeer)(can, dev, peer);
+}
+
+pygpu_status pygpu_rt_enable_peer_access(int peer)
+{
+    rt_error e = RT(DeviceEnablePeerAccess)(peer, 0);
+    if (e == RT(ErrorPeerAccessAlreadyEnabled)) {
+        (void)RT(GetLastError)();
+        return 0;
+    }
+    return e;
+}
+
+pygpu_status pygpu_rt_disable_peer_access(int peer)
+{
+    rt_error e = RT(DeviceDisablePeerAccess)(peer);
+    if (e == RT(ErrorPeerAccessNotEnabled)) {
+        (void)RT(GetLastError)();
+        return 0;
+    }
+    return e;
+}
+
+pygpu_status pygpu_rt_memcpy_peer_async(void *dst, int ddev, const void *src, int sdev, size_t n,
+                                        pygpu_stream_t s)
+{
+    return RT(MemcpyPeerAsync)(dst, ddev, src, sdev, n, S(s));
+}

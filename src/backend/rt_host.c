@@ -9,7 +9,9 @@
  *
  * Environment: PYGPU_HOST_DEVICES (how many devices to present, default 1)
  * and PYGPU_HOST_MEMORY (bytes of "device memory", suffixes K/M/G/T; default
- * the machine's physical memory; allocations past it fail as out of memory).
+ * the machine's physical memory; allocations past it fail as out of memory)
+ * and PYGPU_HOST_PEER (0: the devices refuse peer access to each other, so
+ * that the staged path between devices runs; default 1).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "rt.h"
@@ -28,6 +30,7 @@ enum {
     H_INVALID_VALUE = 1,
     H_MEMORY_ALLOCATION = 2,
     H_INVALID_DEVICE = 101,
+    H_PEER_UNSUPPORTED = 217,
     H_INVALID_HANDLE = 400,
     H_NOT_READY = 600,
     H_HOST_NOT_REGISTERED = 713,
@@ -40,6 +43,7 @@ static const struct { int code; const char *name, *text; } host_errors[] = {
     {H_INVALID_VALUE, "cudaErrorInvalidValue", "invalid argument"},
     {H_MEMORY_ALLOCATION, "cudaErrorMemoryAllocation", "out of memory"},
     {H_INVALID_DEVICE, "cudaErrorInvalidDevice", "invalid device ordinal"},
+    {H_PEER_UNSUPPORTED, "cudaErrorPeerAccessUnsupported", "peer access is not supported between these two devices"},
     {H_INVALID_HANDLE, "cudaErrorInvalidResourceHandle", "invalid resource handle"},
     {H_NOT_READY, "cudaErrorNotReady", "device not ready"},
     {H_HOST_NOT_REGISTERED, "cudaErrorHostMemoryNotRegistered",
@@ -96,6 +100,7 @@ pygpu_status pygpu_rt_peek_last_error(void) { return last_error; }
 
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 static int n_devices = 1;
+static int peer_ok = 1;
 static size_t memory_limit;             /* 0: the physical memory */
 static atomic_size_t memory_in_use;
 
@@ -126,6 +131,9 @@ static void read_config(void)
     s = getenv("PYGPU_HOST_MEMORY");
     if (s)
         memory_limit = parse_bytes(s);
+    s = getenv("PYGPU_HOST_PEER");
+    if (s)
+        peer_ok = atoi(s) != 0;
 }
 
 static void config(void) { pthread_once(&config_once, read_config); }
@@ -451,4 +459,38 @@ pygpu_status pygpu_rt_pointer_device(const void *p, int *dev)
     (void)p;
     *dev = current_device;      /* device memory is host memory */
     return H_SUCCESS;
+}
+
+/* ---- peers -------------------------------------------------------------- */
+
+const pygpu_status PYGPU_RT_PEER_UNSUPPORTED = H_PEER_UNSUPPORTED;
+
+pygpu_status pygpu_rt_can_access_peer(int dev, int peer, int *can)
+{
+    config();
+    *can = 0;
+    if (dev < 0 || dev >= n_devices || peer < 0 || peer >= n_devices)
+        return fail(H_INVALID_DEVICE);
+    *can = peer_ok && dev != peer;
+    return H_SUCCESS;
+}
+
+pygpu_status pygpu_rt_enable_peer_access(int peer)
+{
+    int can;
+    pygpu_status s = pygpu_rt_can_access_peer(current_device, peer, &can);
+    if (s != H_SUCCESS)
+        return s;
+    return can ? H_SUCCESS : fail(peer == current_device ? H_INVALID_DEVICE : H_PEER_UNSUPPORTED);
+}
+
+pygpu_status pygpu_rt_disable_peer_access(int peer) { return pygpu_rt_enable_peer_access(peer); }
+
+pygpu_status pygpu_rt_memcpy_peer_async(void *dst, int ddev, const void *src, int sdev, size_t n,
+                                        pygpu_stream_t s)
+{
+    config();
+    if (ddev < 0 || ddev >= n_devices || sdev < 0 || sdev >= n_devices)
+        return fail(H_INVALID_DEVICE);
+    return pygpu_rt_memcpy_async(dst, src, n, PYGPU_COPY_D2D, s);
 }

@@ -1,0 +1,358 @@
+"""Several devices: arrays know their device, copies between devices (peer to
+peer and staged through the host), streams and events on each device.
+
+Needs two devices.  On a GPU machine with one GPU it skips; on the host
+backend test_host_emulation at the bottom runs this whole module again in a
+fresh interpreter with PYGPU_HOST_DEVICES=2, once with peer access and once
+with the devices refusing it (PYGPU_HOST_PEER=0), so that both paths between
+devices run in CI.
+"""
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import pygpu
+
+from conftest import clean_env, PACKAGE_ROOT
+
+try:
+    NDEV = pygpu.device_count()
+except pygpu.GPUError:
+    NDEV = 0
+
+two = pytest.mark.skipif(NDEV < 2, reason=f"needs 2 devices, the {pygpu.backend} backend has {NDEV}")
+
+
+@pytest.fixture(params=["peer", "staged"])
+def path(request):
+    """Run a test with copies between devices peer to peer (where the
+    hardware allows) and again forced through pinned host buffers, in small
+    chunks so that the pipeline turns over several times."""
+    old = pygpu.transfer_config()
+    if request.param == "staged":
+        pygpu.transfer_config(peer=False, chunk=64 << 10, depth=3)
+    yield request.param
+    pygpu.transfer_config(peer=old["peer"], chunk=old["chunk"], depth=old["depth"])
+
+
+def on(dev, host):
+    with pygpu.Device(dev):
+        return pygpu.to_gpu(host)
+
+
+# ---- arrays know their device ----------------------------------------------------
+
+@two
+def test_new_arrays_land_on_the_current_device():
+    with pygpu.Device(1):
+        a = pygpu.empty(10, np.float32)
+        b = pygpu.zeros((3, 4))
+        c = pygpu.to_gpu(np.arange(5))
+        s = pygpu.Stream()
+        e = pygpu.Event()
+        assert pygpu.get_device() == 1
+    assert pygpu.get_device() == 0
+    for x in (a, b, c):
+        assert int(x.device) == 1
+    assert s.device == 1 and e.device == 1
+    assert int(pygpu.empty(3).device) == 0
+
+
+@two
+def test_operations_run_on_the_arrays_device(rng):
+    h = rng.standard_normal((64, 33))
+    a = on(1, h)
+    assert pygpu.get_device() == 0
+    np.testing.assert_array_equal(a.get(), h)
+    np.testing.assert_array_equal(a[::2, 1:].get(), h[::2, 1:])
+    a[3:7] = 5.0
+    h[3:7] = 5.0
+    a[10] = np.arange(33.0)
+    h[10] = np.arange(33.0)
+    np.testing.assert_array_equal(a.get(), h)
+    c = a[:, ::3].copy()
+    assert int(c.device) == 1
+    np.testing.assert_array_equal(c.get(), h[:, ::3])
+    r = a.T.reshape(-1)          # needs a copy: made on device 1
+    assert int(r.device) == 1
+    np.testing.assert_array_equal(r.get(), h.T.reshape(-1))
+    f = a[::2].flatten()
+    assert int(f.device) == 1
+    a.set(h * 2)
+    np.testing.assert_array_equal(a.get(), h * 2)
+    a.fill(7)
+    assert (a.get() == 7).all()
+    assert pygpu.get_device() == 0
+
+
+@two
+def test_current_stream_of_another_device_is_not_used():
+    s0 = pygpu.Stream()
+    a = on(1, np.arange(100.0))
+    with s0:                    # device 0's stream: work on device 1 uses device 1's default
+        b = a.copy()
+        a[:10] = 1.0
+        np.testing.assert_array_equal(b.get(), np.arange(100.0))
+        with pygpu.Device(1):
+            c = pygpu.zeros(4)  # allocated on device 1 while s0 is current
+    assert int(c.device) == 1
+    assert (c.get() == 0).all()
+
+
+@two
+def test_a_stream_of_another_device_is_refused():
+    s0 = pygpu.Stream()
+    a = on(1, np.arange(10.0))
+    with pytest.raises(ValueError, match="stream is on device 0 but the array is on device 1"):
+        a.get(stream=s0)
+    with pytest.raises(ValueError, match="stream is on device 0 but the array is on device 1"):
+        a.set(np.zeros(10), stream=s0)
+    with pytest.raises(ValueError, match="device 0 but the copy is on device 1"):
+        a.copy(stream=s0)
+    with pygpu.Device(1):
+        e1 = pygpu.Event()
+    with pytest.raises(ValueError, match="stream is on device 0 but the event is on device 1"):
+        e1.record(s0)
+    with pygpu.Device(1):
+        with pytest.raises(ValueError, match="device 0 but the allocation is on device 1"):
+            pygpu.empty(4, stream=s0)
+
+
+@two
+def test_streams_and_events_on_each_device():
+    h = np.arange(1 << 16, dtype=np.float32)
+    with pygpu.Device(1):
+        s1 = pygpu.Stream(non_blocking=True)
+        start, end = pygpu.Event(), pygpu.Event()
+    s0 = pygpu.Stream()
+    a1 = on(1, np.zeros_like(h))
+    start.record(s1)
+    a1.set_async(h, stream=s1)
+    end.record(s1)
+    done = pygpu.Event().record(s0)
+    s0.wait_event(end)          # a stream of device 0 waits for device 1's event
+    s0.synchronize()
+    end.synchronize()
+    assert start.time_till(end) >= 0
+    assert done.query()
+    np.testing.assert_array_equal(a1.get(stream=s1), h)
+
+
+@two
+def test_device_memory_is_freed_on_its_device():
+    free0 = pygpu.Device(1).mem_info()[0]
+    for _ in range(20):
+        with pygpu.Device(1):
+            a = pygpu.empty(1 << 20, np.uint8)
+        del a                   # freed while device 0 is current
+    assert pygpu.get_device() == 0
+    pygpu.Device(1).synchronize()
+    assert pygpu.Device(1).mem_info()[0] >= free0 - (4 << 20)
+
+
+@two
+def test_threads_each_on_their_own_device(rng):
+    h = rng.standard_normal(1 << 15)
+    out, errors = {}, []
+
+    def work(dev):
+        try:
+            pygpu.set_device(dev)
+            a = pygpu.to_gpu(h * (dev + 1))
+            for _ in range(20):
+                b = a[::-1].copy(device=1 - dev)
+                a = b[::-1].copy(device=dev)
+            out[dev] = (pygpu.get_device(), int(a.device), a.get())
+        except Exception as e:      # noqa: BLE001 (reported below)
+            errors.append(e)
+
+    ts = [threading.Thread(target=work, args=(d,)) for d in (0, 1)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(60)
+    assert not errors, errors
+    for dev in (0, 1):
+        assert out[dev][:2] == (dev, dev)
+        np.testing.assert_array_equal(out[dev][2], h * (dev + 1))
+
+
+# ---- across devices --------------------------------------------------------------
+
+def random_view(rng, a, h):
+    """The same random basic-indexing view of GPUArray a and ndarray h."""
+    key = []
+    for n in h.shape:
+        start, stop = sorted(rng.integers(0, n + 1, size=2))
+        step = int(rng.choice([1, 1, 2, 3, -1, -2]))
+        key.append(slice(start, stop, step) if step > 0 else slice(stop, start, step))
+    key = tuple(key)
+    return a[key], h[key]
+
+
+@two
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.float32, np.complex128])
+def test_copy_to_another_device(path, rng, dtype):
+    h = (rng.standard_normal((37, 29, 5)) * 100).astype(dtype)
+    a = pygpu.to_gpu(h)
+    for order in ("C", "F"):
+        b = a.copy(order, device=1)
+        assert int(b.device) == 1 and pygpu.get_device() == 0
+        assert b.flags.f_contiguous == (order == "F")
+        np.testing.assert_array_equal(b.get(), h)
+    for _ in range(20):
+        v, hv = random_view(rng, a, h)
+        c = v.copy(device=pygpu.Device(1))
+        assert int(c.device) == 1
+        np.testing.assert_array_equal(c.get(), hv)
+        back = c.to_device(0)
+        np.testing.assert_array_equal(back.get(), hv)
+
+
+@two
+def test_setitem_from_another_device(path, rng):
+    h = rng.standard_normal((40, 30))
+    g = rng.standard_normal((40, 30))
+    a = pygpu.to_gpu(h)
+    b = on(1, g)
+    for _ in range(30):
+        dv, hv = random_view(rng, b, g)
+        sv = a[tuple(slice(0, n) for n in hv.shape)]
+        if hv.size:
+            dv[...] = sv
+            hv[...] = h[tuple(slice(0, n) for n in hv.shape)]
+    np.testing.assert_array_equal(b.get(), g)
+    assert pygpu.get_device() == 0
+    # strided source on device 1 into a strided destination on device 0
+    a[::2, ::3] = b[1::2, ::-3]
+    h[::2, ::3] = g[1::2, ::-3]
+    np.testing.assert_array_equal(a.get(), h)
+
+
+@two
+def test_large_copies_between_devices(path, rng):
+    h = rng.integers(0, 1 << 62, size=(3 << 20) // 8 + 13, dtype=np.int64)  # ~3 MiB, many chunks when staged
+    a = pygpu.to_gpu(h)
+    b = a.copy(device=1)
+    np.testing.assert_array_equal(b.get(), h)
+    c = b[::-1].to_device(0)
+    np.testing.assert_array_equal(c.get(), h[::-1])
+    stats = pygpu.pinned_pool_stats()
+    assert stats["in_use"] == 0, stats
+
+
+@two
+def test_to_device_returns_self_when_there():
+    a = pygpu.zeros(4)
+    assert a.to_device(0) is a
+    assert a.to_device(pygpu.Device(0)) is a
+    assert a.copy(device=0) is not a
+
+
+@two
+def test_raw_peer_copy():
+    h = np.arange(1000, dtype=np.uint8)
+    src = pygpu.mem_alloc(1000)
+    with pygpu.Device(1):
+        dst = pygpu.mem_alloc(1000)
+    pygpu.memcpy_htod(src, h)
+    pygpu.memcpy_peer(dst, src, 1000, 1, 0)
+    out = np.empty_like(h)
+    pygpu.memcpy_dtoh(out, dst)
+    np.testing.assert_array_equal(out, h)
+    with pytest.raises(ValueError, match="do not fit"):
+        pygpu.memcpy_peer(dst, src, 1001, 1, 0)
+    with pytest.raises(ValueError, match="out of range"):
+        pygpu.memcpy_peer(dst, src, 10, 1, NDEV)
+
+
+@two
+def test_peer_access_api():
+    can = pygpu.can_access_peer(0, 1)
+    assert can == pygpu.Device(0).can_access_peer(1)
+    assert isinstance(can, bool)
+    if can:
+        pygpu.enable_peer_access(0, 1)
+        pygpu.enable_peer_access(0, 1)      # again: harmless
+    else:
+        with pytest.raises(pygpu.GPUError, match=r"device 0 to peer 1"):
+            pygpu.enable_peer_access(0, 1)
+    with pytest.raises(ValueError, match="its own peer"):
+        pygpu.Device(1).enable_peer_access(1)
+    with pytest.raises(ValueError, match="out of range"):
+        pygpu.can_access_peer(0, NDEV)
+    with pytest.raises(TypeError, match="peer must be a pygpu.Device or an int"):
+        pygpu.Device(0).can_access_peer("1")
+
+
+@two
+def test_bad_devices_are_named():
+    a = pygpu.zeros(3)
+    with pytest.raises(ValueError, match=rf"device {NDEV} out of range.*\(0..{NDEV - 1}\)"):
+        a.copy(device=NDEV)
+    with pytest.raises(ValueError, match="device -1 out of range"):
+        a.to_device(-1)
+    with pytest.raises(TypeError, match="device must be a pygpu.Device or an int"):
+        a.to_device("cuda:1")
+    with pytest.raises(TypeError, match="device must be a pygpu.Device or an int"):
+        a.copy(device=1.0)
+
+
+# ---- interop on another device ------------------------------------------------------
+
+@two
+@pytest.mark.gpu_only       # (host arrays export kDLCPU device 0, whichever emulated device holds them)
+def test_exports_name_the_arrays_device():
+    a = on(1, np.arange(6.0))
+    assert a.__dlpack_device__()[1] == 1
+    assert a.__cuda_array_interface__["data"][0] == a.ptr
+    b = pygpu.from_dlpack(a)
+    assert int(b.device) == 1 and b.ptr == a.ptr
+    np.testing.assert_array_equal(b.get(), np.arange(6.0))
+    c = pygpu.asarray(a)
+    assert int(c.device) == 1
+
+
+@two
+def test_numpy_reads_an_array_of_another_device():
+    a = on(1, np.arange(6.0))
+    if pygpu.backend == "host":
+        np.testing.assert_array_equal(np.from_dlpack(a), np.arange(6.0))
+    else:
+        np.testing.assert_array_equal(np.from_dlpack(a, device="cpu", copy=True), np.arange(6.0))
+    assert pygpu.get_device() == 0
+
+
+@two
+@pytest.mark.gpu_only
+def test_torch_and_cupy_tensors_on_device_1():
+    torch = pytest.importorskip("torch")
+    t = torch.arange(10, dtype=torch.float32, device="cuda:1")
+    a = pygpu.from_dlpack(t)
+    assert int(a.device) == 1 and a.ptr == t.data_ptr()
+    np.testing.assert_array_equal(a.get(), np.arange(10, dtype=np.float32))
+    back = torch.from_dlpack(a)
+    assert back.device == torch.device("cuda:1")
+    cupy = pytest.importorskip("cupy")
+    with cupy.cuda.Device(1):
+        x = cupy.arange(7, dtype=cupy.int32)
+    b = pygpu.asarray(x)
+    assert int(b.device) == 1
+    np.testing.assert_array_equal(b.get(), np.arange(7, dtype=np.int32))
+
+
+# ---- the host backend runs this module with two emulated devices ------------------------
+
+@pytest.mark.skipif(pygpu.backend != "host" or NDEV >= 2, reason="the module runs directly here")
+@pytest.mark.parametrize("peer", ["1", "0"])
+def test_host_emulation(peer):
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", os.path.abspath(__file__)],
+        env=clean_env(PYGPU_BACKEND="host", PYGPU_HOST_DEVICES=2, PYGPU_HOST_PEER=peer),
+        cwd=PACKAGE_ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert " passed" in proc.stdout and "failed" not in proc.stdout
