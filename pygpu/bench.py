@@ -4,6 +4,7 @@ pinned cudaMemcpy ceiling, measured in one run.
     python -m pygpu.bench                      the table, sizes 8 B .. 1 GiB
     python -m pygpu.bench --sizes 16M 256M     some sizes
     python -m pygpu.bench --plot bench.png     also draw GB/s against size
+    python -m pygpu.bench --devices            copies between devices 0 and 1
 
 The same cases feed the pytest-benchmark runs in benchmarks/test_transfers.py.
 Each case is a function of no arguments doing one whole transfer (returning
@@ -311,12 +312,123 @@ def plot(results, sizes, path):
     return True
 
 
+# ---- between two devices --------------------------------------------------------
+
+def device_cases(nbytes):
+    """{name: setup} for copies from device 0 to device 1.  Raw cases use
+    the runtime's MemcpyPeer on two allocations; host links are raw pinned
+    copies to device 1 and from device 0 (the staged path's two legs)."""
+    raw = RawCuda()
+
+    def alloc(dev, n):
+        with pygpu.Device(dev):
+            return pygpu.mem_alloc(n)
+
+    def peer_raw(enabled):
+        def setup():
+            src, dst = alloc(0, nbytes), alloc(1, nbytes)
+            can = pygpu.can_access_peer(0, 1) and pygpu.can_access_peer(1, 0)
+            for a, b in ((0, 1), (1, 0)):
+                if can:
+                    (pygpu.Device(a).enable_peer_access if enabled else pygpu.Device(a).disable_peer_access)(b)
+            return (lambda: pygpu.memcpy_peer(dst, src, nbytes, 1, 0)), (src, dst)
+        return setup
+
+    def copy(peer, shape=(nbytes,), key=slice(None)):
+        def setup():
+            pygpu.transfer_config(peer=peer)
+            a = pygpu.to_gpu(np.ones(shape, np.uint8))
+            v = a[key]
+            return (lambda: v.copy(device=1)), a
+        return setup
+
+    def link(direction):
+        dev = pygpu.Device(1 if direction == "H2D" else 0)
+
+        def setup():
+            with dev:
+                fn, keep = raw.case(direction, nbytes)
+
+            def run():
+                with dev:
+                    fn()
+            return run, keep
+        return setup
+
+    def assign():
+        a = pygpu.to_gpu(np.ones(nbytes, np.uint8))
+        with pygpu.Device(1):
+            b = pygpu.empty(nbytes, np.uint8)
+
+        def run():
+            b[...] = a
+        return run, (a, b)
+
+    rows = strided_rows(2 * nbytes)
+    cases = {
+        "MemcpyPeer, peer on": peer_raw(True),
+        "MemcpyPeer, peer off": peer_raw(False),
+        "copy(device=1)": copy(True),
+        "b[...] = a": assign,
+        "copy(device=1) staged": copy(False),
+        "rows[::2] copy": copy(True, rows, slice(None, None, 2)),
+    }
+    if raw.available():
+        cases["H2D pinned to 1"] = link("H2D")
+        cases["D2H pinned from 0"] = link("D2H")
+    return cases
+
+
+def measure_devices(sizes, progress=None, budget=0.5):
+    """{case: {size: (seconds, GB/s)}} for copies from device 0 to 1."""
+    results = {}
+    old = pygpu.transfer_config()["peer"]
+    try:
+        for n in sizes:
+            for name, setup in device_cases(n).items():
+                if progress:
+                    progress(f"devices {name}, {size_name(n)}")
+                fn, keep = setup()
+                t = time_case(fn, n, budget)
+                results.setdefault(name, {})[n] = (t, n / t / 1e9)
+                del keep
+    finally:
+        pygpu.transfer_config(peer=old)
+        if pygpu.can_access_peer(0, 1) and pygpu.can_access_peer(1, 0):
+            pygpu.Device(0).enable_peer_access(1)
+            pygpu.Device(1).enable_peer_access(0)
+    return results
+
+
+def devices_table(results, sizes):
+    """GB/s; copies as a ratio to MemcpyPeer with peer access on, the staged
+    copy also to the slower of the two host links."""
+    lines = [f"device 0 -> device 1 ({pygpu.Device(0).name}, peer access "
+             f"{'possible' if pygpu.can_access_peer(0, 1) else 'refused'}); GB/s "
+             f"(ratio to MemcpyPeer with peer on; staged: also to the slower host link)"]
+    head = f"{'case':<24}" + "".join(f"{size_name(n):>20}" for n in sizes)
+    lines += [head, "-" * len(head)]
+    for name, row in results.items():
+        cells = []
+        for n in sizes:
+            gbs = row[n][1]
+            top = results.get("MemcpyPeer, peer on", {}).get(n, (0, 0))[1]
+            links = [results.get(k, {}).get(n, (0, 0))[1] for k in ("H2D pinned to 1", "D2H pinned from 0")]
+            ratio = f" ({gbs / top:4.2f})" if name.startswith(("copy", "rows", "b[")) and top else ""
+            if name.endswith("staged") and all(links):
+                ratio += f"/{gbs / min(links):4.2f}"
+            cells.append(f"{gbs:>9.1f}{ratio:>11}")
+        lines.append(f"{name:<24}" + "".join(cells))
+    return "\n".join(lines)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m pygpu.bench", description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", nargs="+", type=parse_size, default=SIZES, help="sizes, e.g. 8 64K 16M 1G")
     ap.add_argument("--peers", nargs="*", default=["cupy", "torch", "numba"], help="peers to compare")
     ap.add_argument("--budget", type=float, default=0.5, help="seconds per cell (default 0.5)")
     ap.add_argument("--plot", metavar="FILE.png", help="draw GB/s against size (needs matplotlib)")
+    ap.add_argument("--devices", action="store_true", help="copies between devices 0 and 1 instead")
     args = ap.parse_args(argv)
     tty = sys.stderr.isatty()
 
@@ -324,6 +436,16 @@ def main(argv=None):
         sys.stderr.write(("\r\033[K" if tty else "") + f"measuring {msg} ..." + ("" if tty else "\n"))
         sys.stderr.flush()
 
+    if args.devices:
+        if pygpu.device_count() < 2:
+            print("--devices needs two devices", file=sys.stderr)
+            return 1
+        sizes = [n for n in args.sizes if n >= 64 * KiB] if args.sizes != SIZES else [16 * MiB, 256 * MiB, GiB]
+        results = measure_devices(sizes, progress, args.budget)
+        if tty:
+            sys.stderr.write("\r\033[K")
+        print(devices_table(results, sizes))
+        return 0
     results = measure(args.sizes, args.peers, progress, args.budget)
     if tty:
         sys.stderr.write("\r\033[K")

@@ -3,6 +3,7 @@
 # backend, run the benchmarks and the main job.  Logs go to $OUT (if set).
 #   bash tools/gpu-check.sh            everything
 #   bash tools/gpu-check.sh tests      build + tests only
+#   bash tools/gpu-check.sh devices    build + the multi-device and MPI tests + bench --devices
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/pygpu-out}
@@ -33,6 +34,20 @@ for label, forced in (("PYGPU_BACKEND=cuda", "cuda"), ("no PYGPU_BACKEND (probes
           f"(runs: {', '.join(f'{m:.1f}' for m in ms)})")
 PY
 
+ngpu=$(python3 -c "import pygpu; print(pygpu.device_count())")
+devices() {
+    echo "== between devices ($ngpu GPUs)"
+    if [ "$ngpu" -ge 2 ]; then
+        nvidia-smi topo -m 2>/dev/null | head -5
+        python3 -m pygpu.bench --devices 2>/dev/null | tee "$OUT/bench-devices.txt"
+    fi
+}
+if [ "$what" = devices ]; then
+    python3 -m pytest -q -ra tests/test_multi_device.py tests/test_mpi.py 2>&1 | tail -15
+    devices
+    exit 0
+fi
+
 echo "== tests (PYGPU_BACKEND=cuda)"
 python3 -m pytest -q -ra 2>&1 | tee "$OUT/tests-cuda.log" | tail -40
 echo "== tests (PYGPU_BACKEND=cuda, every pageable copy staged)"
@@ -40,6 +55,8 @@ PYGPU_TEST_STAGING=1 python3 -m pytest -q -x 2>&1 | tail -3
 echo "== tests (PYGPU_BACKEND=host)"
 PYGPU_BACKEND=host python3 -m pytest -q 2>&1 | tail -3
 [ "$what" = tests ] && exit 0
+
+devices
 
 echo "== main job"
 python3 -m pygpu 2>&1 | tee "$OUT/main.log"

@@ -1,0 +1,149 @@
+"""pygpu.mpi: GPUArrays in mpi4py calls, direct and staged, and the MPI
+example run with mpirun, one device per rank.
+
+In-process tests use MPI.COMM_SELF (a communicator of one: sends reach the
+same process), so they run under plain pytest; the example runs under
+`mpirun -np 2` where mpirun exists.  Everything skips without mpi4py.
+"""
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import pygpu
+
+MPI = pytest.importorskip("mpi4py.MPI")
+import pygpu.mpi  # noqa: E402  (after the skip)
+
+from conftest import clean_env, PACKAGE_ROOT  # noqa: E402
+
+EXAMPLE = os.path.join(PACKAGE_ROOT, "examples", "mpi_scatter_gather.py")
+MODES = [pytest.param(True, id="direct"), pytest.param(False, id="staged")]
+# Staged works everywhere; direct needs an MPI that reads device memory.
+if pygpu.backend != "host" and not pygpu.mpi.cuda_aware():
+    MODES[0] = pytest.param(True, id="direct", marks=pytest.mark.skip(reason="this MPI is not CUDA-aware"))
+
+
+@pytest.fixture(params=MODES)
+def comm(request):
+    return pygpu.mpi.Comm(MPI.COMM_SELF, cuda_aware=request.param)
+
+
+def test_sendrecv_to_self(comm, rng):
+    h = rng.standard_normal((8, 16)).astype(np.float32)
+    a = pygpu.to_gpu(h)
+    b = pygpu.zeros((8, 16), np.float32)
+    comm.Sendrecv(a, dest=0, recvbuf=b, source=0)
+    np.testing.assert_array_equal(b.get(), h)
+    # strided views both ways: sent as a dense copy, received through one
+    c = pygpu.zeros((8, 64), np.float32)
+    comm.Sendrecv(a[::2, ::-1], dest=0, recvbuf=c[::2, ::4], source=0)
+    expect = np.zeros((8, 64), np.float32)
+    expect[::2, ::4] = h[::2, ::-1]
+    np.testing.assert_array_equal(c.get(), expect)
+
+
+def test_buffer_specs_and_host_buffers(comm):
+    a = pygpu.to_gpu(np.arange(10, dtype=np.int32))
+    out = np.zeros(10, np.int32)
+    comm.Sendrecv([a, MPI.INT], dest=0, recvbuf=out, source=0)
+    np.testing.assert_array_equal(out, np.arange(10))
+    b = pygpu.zeros(10, np.int32)
+    comm.Sendrecv(np.arange(10, dtype=np.int32) * 3, dest=0, recvbuf=[b, 10, MPI.INT], source=0)
+    np.testing.assert_array_equal(b.get(), np.arange(10) * 3)
+
+
+def test_collectives(comm):
+    x = pygpu.to_gpu(np.arange(6.0))
+    comm.Bcast(x, root=0)
+    np.testing.assert_array_equal(x.get(), np.arange(6.0))
+    y = pygpu.zeros(6)
+    comm.Allreduce(x, y, op=MPI.SUM)
+    np.testing.assert_array_equal(y.get(), np.arange(6.0))
+    comm.Allreduce(pygpu.mpi.IN_PLACE, y, op=MPI.MAX)
+    np.testing.assert_array_equal(y.get(), np.arange(6.0))
+    r = pygpu.zeros(6)
+    comm.Reduce(x[::-1], r, op=MPI.SUM, root=0)
+    np.testing.assert_array_equal(r.get(), np.arange(6.0)[::-1])
+    part = pygpu.zeros(6)
+    comm.Scatter(np.arange(6.0) + 1, part, root=0)
+    np.testing.assert_array_equal(part.get(), np.arange(6.0) + 1)
+    g = pygpu.zeros(6)
+    comm.Gather(part, g, root=0)
+    comm.Allgather(part, g)
+    comm.Alltoall(part, g)
+    np.testing.assert_array_equal(g.get(), np.arange(6.0) + 1)
+
+
+def test_the_wrapper_passes_the_rest_through(comm):
+    assert comm.rank == 0 and comm.size == 1
+    comm.Barrier()
+    assert comm.bcast("x", root=0) == "x"
+    assert ("direct" if comm.cuda_aware else "staged") in repr(comm)
+    assert pygpu.mpi.Comm(comm).comm is MPI.COMM_SELF
+
+
+def test_staged_leaves_no_pinned_memory_in_use():
+    comm = pygpu.mpi.Comm(MPI.COMM_SELF, cuda_aware=False)
+    a = pygpu.to_gpu(np.ones(1 << 18))
+    b = pygpu.empty_like(a)
+    for _ in range(5):
+        comm.Sendrecv(a, dest=0, recvbuf=b, source=0)
+    del a, b
+    import gc
+    gc.collect()
+    assert pygpu.pinned_pool_stats()["in_use"] == 0
+
+
+def test_cuda_aware_setting(monkeypatch):
+    monkeypatch.setenv("PYGPU_MPI_CUDA_AWARE", "0")
+    assert pygpu.mpi.cuda_aware() is False
+    assert pygpu.mpi.Comm(MPI.COMM_SELF).cuda_aware is False
+    monkeypatch.setenv("PYGPU_MPI_CUDA_AWARE", "1")
+    assert pygpu.mpi.cuda_aware() is True
+    monkeypatch.setenv("PYGPU_MPI_CUDA_AWARE", "yes")
+    with pytest.raises(ValueError, match="PYGPU_MPI_CUDA_AWARE must be 0 or 1"):
+        pygpu.mpi.cuda_aware()
+    monkeypatch.delenv("PYGPU_MPI_CUDA_AWARE")
+    assert isinstance(pygpu.mpi.cuda_aware(), bool)
+
+
+def test_select_device():
+    assert pygpu.mpi.local_rank(MPI.COMM_SELF) == 0
+    dev = pygpu.mpi.select_device(MPI.COMM_SELF)
+    assert int(dev) == 0 == pygpu.get_device()
+
+
+# ---- the example, under mpirun ------------------------------------------------------------
+
+def mpirun():
+    exe = shutil.which("mpirun") or shutil.which("mpiexec")
+    if exe is None:
+        pytest.skip("no mpirun on PATH")
+    version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
+    extra = ["--oversubscribe"] if "Open MPI" in version or "OpenRTE" in version else []
+    if extra and os.geteuid() == 0:
+        extra.append("--allow-run-as-root")
+    return [exe] + extra
+
+
+@pytest.mark.parametrize("aware", ["0", None], ids=["staged", "as-reported"])
+def test_example_with_two_ranks(aware):
+    ndev = pygpu.device_count()
+    env = {"PYGPU_MPI_CUDA_AWARE": aware}
+    if pygpu.backend == "host":
+        env.update(PYGPU_BACKEND="host", PYGPU_HOST_DEVICES=2)
+        ndev = 2
+    else:
+        env["PYGPU_BACKEND"] = pygpu.backend
+    proc = subprocess.run(mpirun() + ["-np", "2", sys.executable, EXAMPLE], env=clean_env(**env),
+                          cwd=PACKAGE_ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "mpi_scatter_gather: OK, 2 ranks" in proc.stdout, proc.stdout
+    devices = "[0, 1]" if ndev >= 2 else "[0, 0]"
+    assert f"devices {devices}" in proc.stdout, proc.stdout
+    if aware == "0":
+        assert "staged through pinned host memory" in proc.stdout
