@@ -505,7 +505,13 @@ static pygpu_status staged_cross(ctx *c, char *dst, int ddev, const char *src, i
 {
     pygpu_transfer_config cfg;
     pygpu_transfer_config_get(&cfg);
-    size_t chunk = n < cfg.chunk ? n : cfg.chunk;
+    /* Chunks of an eighth of the copy (1 MiB at least) keep both legs busy
+     * from the start, up to the pipeline's chunk size. */
+    size_t chunk = n / 8 < ((size_t)1 << 20) ? ((size_t)1 << 20) : n / 8;
+    if (chunk > cfg.chunk)
+        chunk = cfg.chunk;
+    if (chunk > n)
+        chunk = n;
     int nbuf = 0, want = (int)((n + chunk - 1) / chunk);
     void *buf[16];
     pygpu_event_t down[16] = {0}, up[16] = {0};

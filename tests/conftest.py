@@ -118,8 +118,12 @@ def stream():
 
 @pytest.fixture(autouse=True)
 def _restore_device():
-    """Each test leaves the current device as it found it."""
-    dev = pygpu.get_device()
+    """Each test starts on device 0 and leaves the current device as it found
+    it.  (Importing some libraries, at collection, can leave another device
+    current on a machine with several GPUs.)"""
+    if pygpu.get_device() != 0:
+        pygpu.set_device(0)
+    dev = 0
     yield
     if pygpu.get_device() != dev:
         pygpu.set_device(dev)

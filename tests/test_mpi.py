@@ -90,12 +90,13 @@ def test_staged_leaves_no_pinned_memory_in_use():
     comm = pygpu.mpi.Comm(MPI.COMM_SELF, cuda_aware=False)
     a = pygpu.to_gpu(np.ones(1 << 18))
     b = pygpu.empty_like(a)
+    in_use = pygpu.pinned_pool_stats()["in_use"]       # (the staging pipeline's buffers stay)
     for _ in range(5):
         comm.Sendrecv(a, dest=0, recvbuf=b, source=0)
     del a, b
     import gc
     gc.collect()
-    assert pygpu.pinned_pool_stats()["in_use"] == 0
+    assert pygpu.pinned_pool_stats()["in_use"] == in_use
 
 
 def test_cuda_aware_setting(monkeypatch):
