@@ -4,9 +4,9 @@
 
 Data goes up in chunks on one stream and comes back down on another.  The
 download of chunk i waits for its upload through an event recorded on the
-upload stream, so it is ordered on the device without stopping the host,
-and it overlaps the upload of chunk i+1 (GPUs have a copy engine for each
-direction).  Events recorded around every copy time each stage.
+upload stream (ordering on the device, without stopping the host), so it
+overlaps the uploads of the chunks after it: GPUs have a copy engine for
+each direction.  Events recorded around every copy time each stage.
 
     python3 examples/streams_pipeline.py [--mib 256] [--chunks 8]
 
@@ -30,31 +30,33 @@ def pipeline(src, dev, dst, chunks, up, down):
     around its upload and its download."""
     n = src.size
     bounds = np.linspace(0, n, chunks + 1).astype(int)
+    pieces = [(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
     start = pygpu.Event().record(up)
-    stages = []
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
-        piece = dev[lo:hi]                      # a view: no copy, its own .ptr
 
+    # 1. Queue every upload.  From page-locked memory set_async only queues
+    #    the DMA and returns: leave src alone until `up` has passed it.
+    uploads = []
+    for lo, hi in pieces:
         up_start = pygpu.Event().record(up)
-        # From page-locked memory this only queues the DMA: leave src alone
-        # until `up` has passed it.
-        piece.set_async(src[lo:hi], stream=up)
-        up_end = pygpu.Event().record(up)
+        dev[lo:hi].set_async(src[lo:hi], stream=up)     # dev[lo:hi]: a view, no copy
+        up_end = pygpu.Event().record(up)               # chunk i is on the device
+        uploads.append((up_start, up_end))
 
-        # Cross-stream ordering: the download of this chunk waits, on the
-        # device, for its upload.  The host goes straight on to the next chunk.
+    # 2. Download each chunk once its upload is done.  wait_event orders
+    #    `down` after the event on the device; get_async returns when the
+    #    chunk is in dst, while the copy engine goes on with later uploads.
+    stages = []
+    for (lo, hi), (up_start, up_end) in zip(pieces, uploads):
         down.wait_event(up_end)
         down_start = pygpu.Event().record(down)
-        # The raw async copy only queues (GPUArray.get_async would wait for
-        # the data to arrive, which would serialise the pipeline).
-        pygpu.memcpy_dtoh_async(dst[lo:hi], piece.ptr, stream=down)
+        dev[lo:hi].get_async(stream=down, ary=dst[lo:hi])
         down_end = pygpu.Event().record(down)
         stages.append((up_start, up_end, down_start, down_end))
 
-    # The end of the whole pipeline: the last download, which waited for
-    # the last upload, which followed all the others on `up`.
+    # The end: the last download, which waited for the last upload, which
+    # followed all the others on `up`.
     end = pygpu.Event().record(down)
-    end.synchronize()                           # the host waits here, once
+    end.synchronize()
     return start, end, stages
 
 
@@ -62,7 +64,7 @@ def serial(src, dev, dst, stream):
     """The same copies without overlap: all up, then all down, on one stream."""
     start = pygpu.Event().record(stream)
     dev.set_async(src, stream=stream)
-    pygpu.memcpy_dtoh_async(dst, dev.ptr, stream=stream)
+    dev.get_async(stream=stream, ary=dst)
     end = pygpu.Event().record(stream)
     end.synchronize()
     return start.elapsed_time(end)
