@@ -147,15 +147,19 @@ class Device:
         return _pg.device_count()
 
     def name(self):
+        """The device's name."""
         return self._dev.name
 
     def total_memory(self):
+        """The device's memory in bytes."""
         return self._dev.total_memory
 
     def compute_capability(self):
+        """(major, minor)."""
         return self._dev.compute_capability
 
     def pci_bus_id(self):
+        """The PCI address, 'dddd:bb:dd.f'."""
         return self._dev.pci_bus_id
 
     def get_attribute(self, attr):
@@ -163,6 +167,7 @@ class Device:
         return self.get_attributes()[device_attribute(attr)]
 
     def get_attributes(self):
+        """{device_attribute: value} for every attribute of device_attribute."""
         d = self._dev
         domain, bus, dev = _pci_fields(d.pci_bus_id)
         A = device_attribute
@@ -171,9 +176,11 @@ class Device:
                 A.COMPUTE_CAPABILITY_MINOR: d.compute_capability[1]}
 
     def make_context(self, flags=0):
+        """Raises LogicError: PyGPU uses the primary context (set_device or with pygpu.Device(i))."""
         raise LogicError(_NO_CONTEXTS)
 
     def retain_primary_context(self):
+        """Raises LogicError: PyGPU uses the primary context (set_device or with pygpu.Device(i))."""
         raise LogicError(_NO_CONTEXTS)
 
     def __int__(self):
@@ -209,16 +216,19 @@ class Context:
 
     @staticmethod
     def push():
+        """Raises LogicError: there are no context objects."""
         raise LogicError(_NO_CONTEXTS)
 
     @staticmethod
     def pop():
+        """Raises LogicError: there are no context objects."""
         raise LogicError(_NO_CONTEXTS)
 
 
 # ---- streams and events ---------------------------------------------------
 
 class event_flags:
+    """PyCUDA's Event flags: DEFAULT 0, BLOCKING_SYNC 1, DISABLE_TIMING 2, INTERPROCESS 4."""
     DEFAULT, BLOCKING_SYNC, DISABLE_TIMING, INTERPROCESS = 0, 1, 2, 4
 
 
@@ -287,14 +297,18 @@ def memcpy_dtod(dest, src, size):
 
 
 def memcpy_htod_async(dest, src, stream=None):
+    """Queue a copy of all bytes of host buffer `src` to device address `dest` on `stream`
+    (page-locked `src`: keep it alive and unchanged until the stream passes it)."""
     _pg.memcpy_htod_async(_address(dest), src, stream)
 
 
 def memcpy_dtoh_async(dest, src, stream=None):
+    """Fill host buffer `dest` from device address `src`, ordered on `stream` (ready once the stream passes it)."""
     _pg.memcpy_dtoh_async(dest, _address(src), stream)
 
 
 def memcpy_dtod_async(dest, src, size, stream=None):
+    """Queue a copy of `size` bytes between device addresses on `stream`."""
     _pg.memcpy_dtod_async(_address(dest), _address(src), size, stream)
 
 
@@ -304,6 +318,7 @@ def memset_d8(dest, data, count):
 
 
 def memset_d8_async(dest, data, count, stream=None):
+    """Queue setting `count` bytes at device address `dest` to `data` on `stream`."""
     _pg.memset_d8_async(_address(dest), data, count, stream)
 
 
@@ -330,10 +345,12 @@ def from_device_like(devptr, other_ary):
 
 
 class host_alloc_flags:
+    """pagelocked_* mem_flags: PORTABLE 1, DEVICEMAP 2, WRITECOMBINED 4 (accepted; memory is always portable)."""
     PORTABLE, DEVICEMAP, WRITECOMBINED = 1, 2, 4
 
 
 class mem_host_register_flags:
+    """register_host_memory flags: PORTABLE 1, DEVICEMAP 2."""
     PORTABLE, DEVICEMAP = 1, 2
 
 
@@ -374,16 +391,19 @@ def pagelocked_empty(shape, dtype, order="C", mem_flags=0):
 
 
 def pagelocked_zeros(shape, dtype, order="C", mem_flags=0):
+    """As pagelocked_empty, filled with zeros."""
     a = pagelocked_empty(shape, dtype, order, mem_flags)
     a.fill(0)
     return a
 
 
 def pagelocked_empty_like(array, mem_flags=0):
+    """pagelocked_empty of `array`'s shape, dtype and order (C or F)."""
     return pagelocked_empty(array.shape, array.dtype, _order_like(array), mem_flags)
 
 
 def pagelocked_zeros_like(array, mem_flags=0):
+    """pagelocked_zeros of `array`'s shape, dtype and order (C or F)."""
     return pagelocked_zeros(array.shape, array.dtype, _order_like(array), mem_flags)
 
 
@@ -401,12 +421,14 @@ def aligned_empty(shape, dtype, order="C", alignment=4096):
 
 
 def aligned_zeros(shape, dtype, order="C", alignment=4096):
+    """As aligned_empty, filled with zeros."""
     a = aligned_empty(shape, dtype, order, alignment)
     a.fill(0)
     return a
 
 
 def aligned_empty_like(ary, alignment=4096):
+    """aligned_empty of `ary`'s shape, dtype and order (C or F)."""
     return aligned_empty(ary.shape, ary.dtype, _order_like(ary), alignment)
 
 

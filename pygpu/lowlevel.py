@@ -152,6 +152,7 @@ class cudaDeviceProp:
         return v if index is None else v[index]
 
     def name(self):
+        """The device's name (None if the device was out of range)."""
         return self._get("name")
 
     def uuid(self):
@@ -159,27 +160,35 @@ class cudaDeviceProp:
         return self._get("uuid")
 
     def pciDomainID(self):
+        """The PCI domain of the device's address."""
         return self._get("pci", 0)
 
     def pciBusID(self):
+        """The PCI bus of the device's address."""
         return self._get("pci", 1)
 
     def pciDeviceID(self):
+        """The PCI device of the device's address."""
         return self._get("pci", 2)
 
     def totalGlobalMem(self):
+        """The device's memory in bytes."""
         return self._get("total")
 
     def multiProcessorCount(self):
+        """The number of multiprocessors."""
         return self._get("mp")
 
     def major(self):
+        """The compute capability's major number."""
         return self._get("cc", 0)
 
     def minor(self):
+        """The compute capability's minor number."""
         return self._get("cc", 1)
 
     def last_status(self):
+        """The status of reading the properties (a cudaError_t)."""
         return self._status
 
     def __repr__(self):
@@ -208,6 +217,7 @@ class _Handle:
     __int__ = get
 
     def last_status(self):
+        """The status of creating the handle (a cudaError_t)."""
         return self._status
 
     def __repr__(self):
@@ -292,6 +302,7 @@ def cudaEventRecord(event, stream=None):
 
 
 def cudaEventSynchronize(event):
+    """Wait for the work recorded in `event`; the status."""
     return _on_handles(Event.synchronize, _event_arg(event))
 
 
@@ -374,6 +385,7 @@ class _PointerWrapper:
         self._ptr, self._array, self._device = 0, None, False
 
     def is_safe(self):
+        """True when the pointer is host memory this process owns (get() works)."""
         return self._array is not None
 
     def get(self):
@@ -399,6 +411,7 @@ class _PointerWrapper:
         return self._ptr
 
     def print_address(self):
+        """Print the address in hex."""
         print(hex(self._ptr))
 
     def __repr__(self):
@@ -550,6 +563,7 @@ class _DeviceArray(_pg.backend_module._HostBuffer):
         return self._set_status(_SUCCESS)
 
     def allocated(self):
+        """True once allocate() has succeeded."""
         return self._dev is not None
 
     def to_device(self):
@@ -590,6 +604,7 @@ class _DeviceArray(_pg.backend_module._HostBuffer):
         return self._device_call(self._dev.set, src)
 
     def _set_item(self, index, value):
+        """set_val(index, value): as set(index, value), one element; the status."""
         index = _int_arg(index, "index")
         if self._dev is None or not 0 <= index < self._dev.size:
             return self._set_status(_INVALID_VALUE)
@@ -613,15 +628,19 @@ class _DeviceArray(_pg.backend_module._HostBuffer):
         return self._pointer._make(self._dev.ptr, device=True)
 
     def last_status(self):
+        """The status of the last call (a cudaError_t)."""
         return self._status
 
     def size(self):
+        """The number of elements."""
         return int(np.prod(self._shape, dtype=np.int64))
 
     def nbytes(self):
+        """The size in bytes."""
         return self._nbytes()
 
     def shape(self):
+        """The shape, as a list."""
         return list(self._shape)
 
     def strides(self):

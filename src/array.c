@@ -382,10 +382,10 @@ static PyMemberDef array_members[] = {
 };
 
 static PyType_Slot array_slots[] = {
-    {Py_tp_doc, "GPUArray(shape, dtype=float64, allocator=None, base=None, gpudata=None, strides=None, "
-                "order='C', *, stream=None)\n--\n\n"
-                "A NumPy-style array in device memory.  GPUArray(host_data) copies host\n"
-                "data (anything NumPy converts) to the device."},
+    {Py_tp_doc, "GPUArray(shape, dtype=None, allocator=None, base=None, gpudata=None, strides=None, "
+                "order=None, *, stream=None)\n--\n\n"
+                "A NumPy-style array in device memory (dtype None: float64; order None: 'C').\n"
+                "GPUArray(host_data) copies host data (anything NumPy converts) to the device."},
     {Py_tp_new, array_new},
     {Py_tp_dealloc, array_dealloc},
     {Py_tp_traverse, array_traverse},
@@ -584,8 +584,9 @@ static PyObject *mod_to_gpu_async(PyObject *m, PyObject *a, PyObject *k) { retur
 
 PyMethodDef pygpu_array_module_methods[] = {
     {"empty", KW(mod_empty),
-     "empty(shape, dtype=float64, order='C', allocator=None, *, stream=None)\n--\n\n"
-     "A new GPUArray, uninitialised (PyCUDA's empty(shape, dtype, allocator, order) too)."},
+     "empty(shape, dtype=None, order=None, allocator=None, *, stream=None)\n--\n\n"
+     "A new GPUArray, uninitialised (dtype None: float64; order None: 'C';\n"
+     "PyCUDA's empty(shape, dtype, allocator, order) too)."},
     {"to_gpu", KW(mod_to_gpu),
      "to_gpu(ary, stream=None, allocator=None, *, dtype=None)\n--\n\n"
      "A GPUArray copy of host data; returns when copied (PyCUDA's to_gpu(ary, allocator) too)."},

@@ -1,20 +1,16 @@
 """PyGPU arrays with the libraries users' kernels live in (GPU machine only):
 PyTorch, CuPy, Numba and JAX, each direction, through DLPack and
-__cuda_array_interface__; kernels of a user's own shared library called
-through ctypes with .ptr and Stream.ptr; a CuPy RawKernel and a Numba
-@cuda.jit kernel on PyGPU arrays.
+__cuda_array_interface__; a CuPy RawKernel and a Numba @cuda.jit kernel on
+PyGPU arrays.  (A kernel of the user's own shared library, called through
+ctypes: examples/ctypes_kernel/, run by tests/test_examples.py.)
 
 Every exchange is checked for sharing (the same address), values (NumPy as
 the oracle), a write on one side seen on the other, and, for the stream
 rules, that work still pending on a non-blocking stream is what the
 consumer reads.  A library that is not installed skips its tests.
 """
-import ctypes
 import gc
-import importlib.util
 import os
-import shutil
-import subprocess
 import sys
 
 import numpy as np
@@ -27,7 +23,6 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")   # JAX beside t
 pytestmark = [pytest.mark.gpu_only,
               pytest.mark.skipif(pygpu.backend != "cuda", reason="CUDA libraries need the cuda backend")]
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "float32", "float64", "complex64", "complex128"]
 TORCH_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "float16", "float32", "float64",
@@ -346,47 +341,3 @@ def test_jax_reads_after_pending_pygpu_work(jax):
     import jax.numpy as jnp
     g, s = pending_on_side_stream()
     assert np.asarray(jnp.from_dlpack(g)[-4:]).tolist() == [30.0] * 4
-
-
-# ---- a kernel of the user's own library, through ctypes ----------------------------
-
-def _nvcc():
-    for path in (shutil.which("nvcc"), os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "nvcc")):
-        if path and os.path.exists(path):
-            return path
-    return None
-
-
-@pytest.fixture(scope="module")
-def saxpy(tmp_path_factory):
-    nvcc = _nvcc()
-    if not nvcc:
-        pytest.skip("nvcc not found")
-    example = os.path.join(REPO, "examples", "ctypes_kernel")
-    lib = tmp_path_factory.mktemp("saxpy") / "libsaxpy.so"
-    proc = subprocess.run([nvcc, "-O2", "-shared", "-Xcompiler", "-fPIC", "-o", str(lib),
-                           os.path.join(example, "saxpy.cu")], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    spec = importlib.util.spec_from_file_location("saxpy_example", os.path.join(example, "saxpy.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod, mod.load(str(lib))
-
-
-def test_ctypes_kernel_with_ptr_and_stream(saxpy):
-    mod, lib = saxpy
-    n = (1 << 20) + 3
-    x = pygpu.to_gpu(np.arange(n, dtype=np.float32))
-    y = pygpu.to_gpu(np.ones(n, np.float32))
-    s = pygpu.Stream(non_blocking=True)
-    mod.saxpy(lib, 2.0, x, y, s)
-    s.synchronize()
-    expected = 2 * np.arange(n, dtype=np.float32) + 1
-    assert np.array_equal(y.get(), expected)
-    mod.saxpy(lib, 1.0, x[10:], y[10:], pygpu.Stream.null)   # views: .ptr is element 0 of the view
-    pygpu.synchronize()
-    expected[10:] += np.arange(10, n, dtype=np.float32)
-    assert np.array_equal(y.get(), expected)
-    assert lib.saxpy(ctypes.c_float(1.0), x.ptr, y.ptr, 0, s.ptr) == 0
-    with pytest.raises(ValueError, match="contiguous"):
-        mod.saxpy(lib, 1.0, x[::2], y[::2], s)

@@ -33,13 +33,32 @@ def saxpy(lib, a, x, y, stream):
 
 def main():
     lib = load()
-    n = 1 << 20
+    n = (1 << 20) + 3                       # any n: the kernel's loop covers the tail
     x = pygpu.to_gpu(np.arange(n, dtype=np.float32))
     y = pygpu.to_gpu(np.ones(n, dtype=np.float32))
+    expected = 2 * np.arange(n, dtype=np.float32) + 1
+
     stream = pygpu.Stream(non_blocking=True)
-    saxpy(lib, 2.0, x, y, stream)
-    stream.synchronize()
-    assert np.array_equal(y.get(), 2 * np.arange(n, dtype=np.float32) + 1)
+    saxpy(lib, 2.0, x, y, stream)           # queued on `stream`
+    stream.synchronize()                    # PyGPU cannot see the launch: wait for its stream
+    assert np.array_equal(y.get(), expected)
+
+    # A contiguous view's .ptr is the address of its own element 0, so
+    # kernels take views too; here on the legacy default stream.
+    saxpy(lib, 1.0, x[10:], y[10:], pygpu.Stream.null)
+    pygpu.synchronize()
+    expected[10:] += np.arange(10, n, dtype=np.float32)
+    assert np.array_equal(y.get(), expected)
+
+    # A strided view is not flat memory: refused before anything is launched.
+    try:
+        saxpy(lib, 1.0, x[::2], y[::2], stream)
+    except ValueError as e:
+        print(f"x[::2] refused: {e}")
+    else:
+        raise AssertionError("a strided view was passed to a kernel that reads flat memory")
+
+    assert lib.saxpy(1.0, x.ptr, y.ptr, 0, stream.ptr) == 0    # n = 0: nothing to launch
     print("saxpy: ok")
 
 
