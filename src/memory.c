@@ -352,13 +352,21 @@ static int fits(const char *fn, const char *which, size_t n, size_t size)
     return 0;
 }
 
+/* The device of a device address argument: a DeviceAllocation's own, else
+ * -1 (an int address is used from the current device). */
+static int address_device(pygpu_state *st, PyObject *obj)
+{
+    return PyObject_TypeCheck(obj, st->Memory) ? ((PyGPUMemory *)obj)->device : -1;
+}
+
 /* Copy n bytes through the copy planner (which stages large pageable host
- * memory); unless `async`, wait for it. */
-static int run_copy(pygpu_state *st, void *dst, const void *src, size_t n,
+ * memory, and runs on the device of the allocations); unless `async`, wait
+ * for it.  `ddev`/`sdev`: the devices of the device sides, or -1. */
+static int run_copy(pygpu_state *st, void *dst, int ddev, const void *src, int sdev, size_t n,
                     enum pygpu_copy_kind kind, pygpu_stream_t s, int async)
 {
     ptrdiff_t shape = (ptrdiff_t)n, one = 1;
-    pygpu_side d = {dst, &one, kind != PYGPU_COPY_D2H, -1}, f = {(char *)src, &one, kind != PYGPU_COPY_H2D, -1};
+    pygpu_side d = {dst, &one, kind != PYGPU_COPY_D2H, ddev}, f = {(char *)src, &one, kind != PYGPU_COPY_H2D, sdev};
     return n == 0 ? 0 : pygpu_copy(st, d, f, 1, &shape, 1, s, async);
 }
 
@@ -374,11 +382,12 @@ static PyObject *copy_htod(PyObject *mod, PyObject *args, PyObject *kwds, int as
     pygpu_state *st = PyModule_GetState(mod);
     PyObject *r = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|O", kwlist, &dest, &src, &stream) ||
-        pygpu_address_arg(st, dest, &dptr, &dsize) < 0 || pygpu_stream_arg(st, stream, &s) < 0 ||
+        pygpu_address_arg(st, dest, &dptr, &dsize) < 0 ||
+        pygpu_stream_for(st, stream, address_device(st, dest), "allocation", &s) < 0 ||
         PyObject_GetBuffer(src, &buf, PyBUF_ANY_CONTIGUOUS) < 0)
         return NULL;
     if (fits(fn, "destination", (size_t)buf.len, dsize) < 0 ||
-        run_copy(st, dptr, buf.buf, (size_t)buf.len, PYGPU_COPY_H2D, s, async) < 0)
+        run_copy(st, dptr, address_device(st, dest), buf.buf, -1, (size_t)buf.len, PYGPU_COPY_H2D, s, async) < 0)
         goto done;
     r = Py_NewRef(Py_None);
 done:
@@ -398,11 +407,12 @@ static PyObject *copy_dtoh(PyObject *mod, PyObject *args, PyObject *kwds, int as
     pygpu_state *st = PyModule_GetState(mod);
     PyObject *r = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|O", kwlist, &dest, &src, &stream) ||
-        pygpu_address_arg(st, src, &sptr, &ssize) < 0 || pygpu_stream_arg(st, stream, &s) < 0 ||
+        pygpu_address_arg(st, src, &sptr, &ssize) < 0 ||
+        pygpu_stream_for(st, stream, address_device(st, src), "allocation", &s) < 0 ||
         PyObject_GetBuffer(dest, &buf, PyBUF_ANY_CONTIGUOUS | PyBUF_WRITABLE) < 0)
         return NULL;
     if (fits(fn, "source", (size_t)buf.len, ssize) < 0 ||
-        run_copy(st, buf.buf, sptr, (size_t)buf.len, PYGPU_COPY_D2H, s, async) < 0)
+        run_copy(st, buf.buf, -1, sptr, address_device(st, src), (size_t)buf.len, PYGPU_COPY_D2H, s, async) < 0)
         goto done;
     r = Py_NewRef(Py_None);
 done:
@@ -421,9 +431,10 @@ static PyObject *copy_dtod(PyObject *mod, PyObject *args, PyObject *kwds, int as
     pygpu_state *st = PyModule_GetState(mod);
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO|O", kwlist, &dest, &src, &n_obj, &stream) ||
         pygpu_address_arg(st, dest, &dptr, &dsize) < 0 || pygpu_address_arg(st, src, &sptr, &ssize) < 0 ||
-        pygpu_size_arg(n_obj, "nbytes", &n) < 0 || pygpu_stream_arg(st, stream, &s) < 0 ||
+        pygpu_size_arg(n_obj, "nbytes", &n) < 0 ||
+        pygpu_stream_for(st, stream, address_device(st, dest), "allocation", &s) < 0 ||
         fits(fn, "destination", n, dsize) < 0 || fits(fn, "source", n, ssize) < 0 ||
-        run_copy(st, dptr, sptr, n, PYGPU_COPY_D2D, s, async) < 0)
+        run_copy(st, dptr, address_device(st, dest), sptr, address_device(st, src), n, PYGPU_COPY_D2D, s, async) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -467,12 +478,14 @@ static PyObject *fill_d8(PyObject *mod, PyObject *args, PyObject *kwds, int asyn
     unsigned char value;
     void *dptr;
     size_t dsize, n;
+    int dev, prev = -1;
     pygpu_stream_t s;
     pygpu_status r = 0;
     pygpu_state *st = PyModule_GetState(mod);
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "ObO|O", kwlist, &dest, &value, &n_obj, &stream) ||
         pygpu_address_arg(st, dest, &dptr, &dsize) < 0 || pygpu_size_arg(n_obj, "nbytes", &n) < 0 ||
-        pygpu_stream_arg(st, stream, &s) < 0 || fits(fn, "destination", n, dsize) < 0)
+        pygpu_stream_for(st, stream, dev = address_device(st, dest), "allocation", &s) < 0 ||
+        fits(fn, "destination", n, dsize) < 0 || (dev >= 0 && pygpu_device_enter(st, dev, &prev) < 0))
         return NULL;
     if (n) {
         Py_BEGIN_ALLOW_THREADS
@@ -481,7 +494,12 @@ static PyObject *fill_d8(PyObject *mod, PyObject *args, PyObject *kwds, int asyn
             r = pygpu_rt_stream_synchronize(s);
         Py_END_ALLOW_THREADS
     }
-    if (pygpu_check(st, r, "MemsetAsync") < 0)
+    if (pygpu_check(st, r, "MemsetAsync") < 0) {
+        if (prev >= 0 && pygpu_rt_set_device(prev) != 0)
+            (void)pygpu_rt_get_last_error();
+        return NULL;
+    }
+    if (prev >= 0 && pygpu_device_leave(st, prev) < 0)
         return NULL;
     Py_RETURN_NONE;
 }

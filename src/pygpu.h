@@ -190,7 +190,7 @@ int pygpu_stream_arg(pygpu_state *st, PyObject *obj, pygpu_stream_t *out);
  * the current stream if it belongs to `dev`, else `dev`'s legacy default
  * stream (each device has its own current stream, as in CuPy); a Stream
  * of another device is a ValueError naming both devices and `what` (the
- * object the work is for: "array"). */
+ * object the work is for: "array").  `dev` -1: as pygpu_stream_arg. */
 int pygpu_stream_for(pygpu_state *st, PyObject *obj, int dev, const char *what, pygpu_stream_t *out);
 /* Push `item` on the context-variable chain `var`; pop returns the item
  * (new reference) or NULL with RuntimeError if the chain is empty. */

@@ -88,6 +88,8 @@ int pygpu_stream_arg(pygpu_state *st, PyObject *obj, pygpu_stream_t *out)
 
 int pygpu_stream_for(pygpu_state *st, PyObject *obj, int dev, const char *what, pygpu_stream_t *out)
 {
+    if (dev < 0)
+        return pygpu_stream_arg(st, obj, out);
     if (obj == NULL || obj == Py_None) {
         PyGPUStream *cur = (PyGPUStream *)pygpu_current_stream(st);
         if (!cur)

@@ -265,6 +265,13 @@ def test_raw_peer_copy():
     out = np.empty_like(h)
     pygpu.memcpy_dtoh(out, dst)
     np.testing.assert_array_equal(out, h)
+    pygpu.memset_d8(dst, 7, 10)                 # raw calls run on the allocation's device
+    pygpu.memcpy_dtoh(out, dst)
+    assert (out[:10] == 7).all() and (out[10:] == h[10:]).all()
+    back = pygpu.mem_alloc(1000)
+    pygpu.memcpy_dtod(back, dst, 1000)          # device 1 -> device 0
+    pygpu.memcpy_dtoh(out, back)
+    assert (out[:10] == 7).all()
     with pytest.raises(ValueError, match="do not fit"):
         pygpu.memcpy_peer(dst, src, 1001, 1, 0)
     with pytest.raises(ValueError, match="out of range"):
