@@ -82,3 +82,33 @@ def test_cupy_asarray_cupy(benchmark):
     if pygpu.backend != "cuda":
         pytest.skip("needs a CUDA GPUArray")
     benchmark(cp.asarray, _x_pygpu())
+
+
+# ---- where the time goes: each producer's export alone ---------------------------------
+# torch.from_dlpack(x) calls x.__dlpack_device__() and x.__dlpack__(stream=1,
+# max_version=(1, 0)) and builds a tensor; cupy/pygpu.from_dlpack(t) call the
+# same on a torch tensor.  The consumer's share of a from_dlpack is its time
+# less the producer's export measured here.
+
+def _export(x):
+    x.__dlpack_device__()
+    x.__dlpack__(stream=1, max_version=(1, 0))
+
+
+@pytest.mark.benchmark(group="export alone: __dlpack_device__ + __dlpack__")
+def test_export_pygpu(benchmark):
+    if pygpu.backend != "cuda":
+        pytest.skip("stream=1 names CUDA's legacy stream (host arrays take stream=None)")
+    benchmark(_export, _x_pygpu())
+
+
+@pytest.mark.benchmark(group="export alone: __dlpack_device__ + __dlpack__")
+def test_export_cupy(benchmark):
+    cp = peer("cupy")
+    benchmark(_export, cp.zeros((64, 64), np.float32))
+
+
+@pytest.mark.benchmark(group="export alone: __dlpack_device__ + __dlpack__")
+def test_export_torch(benchmark):
+    torch = peer("torch")
+    benchmark(_export, torch.zeros((64, 64), dtype=torch.float32, device="cuda"))
