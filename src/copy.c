@@ -505,9 +505,9 @@ static pygpu_status staged_cross(ctx *c, char *dst, int ddev, const char *src, i
 {
     pygpu_transfer_config cfg;
     pygpu_transfer_config_get(&cfg);
-    /* Chunks of an eighth of the copy (1 MiB at least) keep both legs busy
-     * from the start, up to the pipeline's chunk size. */
-    size_t chunk = n / 8 < ((size_t)1 << 20) ? ((size_t)1 << 20) : n / 8;
+    /* Chunks of a sixteenth of the copy (1 MiB at least) keep both legs
+     * busy from the start, up to the pipeline's chunk size. */
+    size_t chunk = n / 16 < ((size_t)1 << 20) ? ((size_t)1 << 20) : n / 16;
     if (chunk > cfg.chunk)
         chunk = cfg.chunk;
     if (chunk > n)
