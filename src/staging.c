@@ -18,8 +18,10 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_DEPTH 16
@@ -31,10 +33,16 @@ static pthread_mutex_t config_mu = PTHREAD_MUTEX_INITIALIZER;
 static pygpu_transfer_config config;
 static int config_ready;
 
+/* PYGPU_STAGING_TRACE=1: each staged transfer prints, to stderr, where its
+ * time went chunk by chunk (a diagnostic for tuning on a new machine). */
+static int trace_on;
+
 static void config_defaults(void)
 {
     if (config_ready)
         return;
+    const char *trace = getenv("PYGPU_STAGING_TRACE");
+    trace_on = trace && strcmp(trace, "0") != 0;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     config.chunk = (size_t)16 << 20;
     config.depth = 4;
@@ -423,6 +431,51 @@ static size_t chunk_bytes(const pygpu_transfer_config *cfg, size_t total)
     return want < cfg->chunk ? want : cfg->chunk;
 }
 
+/* ---- tracing ------------------------------------------------------------------ */
+
+#define TRACE_MAX 512
+typedef struct { char what; int chunk; size_t bytes; long long t; } trace_event;
+static struct {
+    int n;
+    long long t0;
+    trace_event ev[TRACE_MAX];
+} trace;
+
+static long long now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Note an event of a transfer: 'b' start, 'w' buffer free, 'c' host copy
+ * done, 'q' DMA queued, 'e' end (engine_mu held). */
+static void trace_note(char what, int chunk, size_t bytes)
+{
+    if (!trace_on)
+        return;
+    if (what == 'b') {
+        trace.n = 0;
+        trace.t0 = now_ns();
+    }
+    if (trace.n < TRACE_MAX)
+        trace.ev[trace.n++] = (trace_event){what, chunk, bytes, now_ns()};
+}
+
+static void trace_print(const char *name)
+{
+    if (!trace_on)
+        return;
+    fprintf(stderr, "pygpu staging %s:", name);
+    for (int i = 0; i < trace.n; i++) {
+        const trace_event *v = &trace.ev[i];
+        fprintf(stderr, " %c%d@%.1f", v->what, v->chunk, (double)(v->t - trace.t0) / 1e3);
+        if (v->bytes)
+            fprintf(stderr, "[%zuK]", v->bytes >> 10);
+    }
+    fprintf(stderr, " (us)\n");
+}
+
 static int stop_now(pygpu_staging_ctx *c)
 {
     if (c->interrupted && c->interrupted(c->interrupt_arg)) {
@@ -493,14 +546,20 @@ pygpu_status pygpu_staged_h2d(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
     *staged = 1;
     ptrdiff_t n = layout_size(&h), per = (ptrdiff_t)chunk_bytes(&cfg, (size_t)(n * h.itemsize)) / h.itemsize;
     schedule sch = schedule_of(n, per, h.itemsize);
+    trace_note('b', 0, (size_t)(n * h.itemsize));
     for (int i = 0; r == 0 && schedule_next(&sch, &e, &cnt); i++) {
         int b = i % eng.depth;
         if ((r = buffer_free(c, b)) != 0 || stop_now(c))
             break;
+        trace_note('w', i, 0);
         range_job j = {{eng.buf[b], NULL, 0}, {h.ptr, h.strides, 0}, h.shape, h.nd, h.itemsize, e, cnt};
         parallel_range(&j, cfg.threads);
+        trace_note('c', i, (size_t)(cnt * h.itemsize));
         r = queue_copy(c, b, dev + e * h.itemsize, eng.buf[b], (size_t)(cnt * h.itemsize), PYGPU_COPY_H2D);
+        trace_note('q', i, 0);
     }
+    trace_note('e', 0, 0);
+    trace_print("h2d");
     pthread_mutex_unlock(&engine_mu);
     return r;
 }
@@ -521,6 +580,7 @@ pygpu_status pygpu_staged_d2h(pygpu_staging_ctx *c, pygpu_host_layout h, const c
     ptrdiff_t n = layout_size(&h), per = (ptrdiff_t)chunk_bytes(&cfg, (size_t)(n * h.itemsize)) / h.itemsize;
     schedule sch = schedule_of(n, per, h.itemsize);
     int issued = 0, retired = 0, more = 1;
+    trace_note('b', 0, (size_t)(n * h.itemsize));
     /* Keep `depth` chunks in flight: DMA of the next ones overlaps the host
      * copy of this one. */
     while (r == 0) {
@@ -531,16 +591,21 @@ pygpu_status pygpu_staged_d2h(pygpu_staging_ctx *c, pygpu_host_layout h, const c
             if ((r = buffer_free(c, b)) == 0)
                 r = queue_copy(c, b, eng.buf[b], dev + win[b].e * h.itemsize, (size_t)(win[b].cnt * h.itemsize),
                                PYGPU_COPY_D2H);
+            trace_note('q', issued, 0);
         }
         if (retired == issued)
             break;
         int b = retired % eng.depth;
         if (r != 0 || (r = buffer_free(c, b)) != 0 || stop_now(c))
             break;
+        trace_note('w', retired, 0);
         range_job j = {{h.ptr, h.strides, 0}, {eng.buf[b], NULL, 0}, h.shape, h.nd, h.itemsize, win[b].e, win[b].cnt};
         parallel_range(&j, cfg.threads);
+        trace_note('c', retired, (size_t)(win[b].cnt * h.itemsize));
         retired++;
     }
+    trace_note('e', 0, 0);
+    trace_print("d2h");
     for (int b = 0; b < eng.depth; b++) {   /* nothing left in flight into the buffers */
         pygpu_status f = buffer_free(c, b);
         if (f != 0 && r == 0)
