@@ -623,6 +623,7 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
     pygpu_status r;
     int dev = dst.on_device ? dst.device : src.on_device ? src.device : -1, prev = -1;
     int cross = dst.on_device && src.on_device && dst.device >= 0 && src.device >= 0 && dst.device != src.device;
+    pygpu_staging_trace_enter();
     if (dev >= 0 && pygpu_device_enter(st, dev, &prev) < 0)
         return -1;
     c.ts = PyEval_SaveThread();
@@ -632,6 +633,7 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
         r = plan(&c, dst, src, nd, shape, itemsize);
     if (r == 0 && !async && !cross && !c.stopped)
         r = note(&c, pygpu_rt_stream_synchronize(s), "StreamSynchronize");
+    pygpu_staging_trace_done();
     PyEval_RestoreThread(c.ts);
     int back = prev >= 0 && !c.stopped && r == 0 ? pygpu_device_leave(st, prev) : 0;
     if (prev >= 0 && (c.stopped || r != 0) && pygpu_rt_set_device(prev) != 0)

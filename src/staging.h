@@ -44,6 +44,10 @@ typedef struct {
 
 void pygpu_transfer_config_get(pygpu_transfer_config *c);
 void pygpu_transfer_config_set(const pygpu_transfer_config *c);
+/* With PYGPU_STAGING_TRACE=1: print the trace of the last staged transfer,
+ * marking now ('s') as the end of the whole copy. */
+void pygpu_staging_trace_done(void);
+void pygpu_staging_trace_enter(void);
 
 /* ---- host copies on the worker threads --------------------------------- */
 
