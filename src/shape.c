@@ -87,6 +87,33 @@ void pygpu_shape_extent(int nd, const ptrdiff_t *shape, const ptrdiff_t *strides
     *hi = b;
 }
 
+int pygpu_shape_extent_checked(int nd, const ptrdiff_t *shape, const ptrdiff_t *strides,
+                               ptrdiff_t itemsize, ptrdiff_t *lo, ptrdiff_t *hi)
+{
+    ptrdiff_t size, a = 0, span = itemsize;
+    int r = pygpu_shape_size(nd, shape, &size);
+    *lo = *hi = 0;
+    if (r < 0)
+        return r;
+    if (size == 0)
+        return PYGPU_SHAPE_OK;
+    for (int i = 0; i < nd; i++) {
+        if (shape[i] < 2)
+            continue;
+        if (strides[i] == PTRDIFF_MIN)
+            return PYGPU_SHAPE_OVERFLOW;
+        ptrdiff_t step = strides[i] < 0 ? -strides[i] : strides[i];
+        if (step > (PTRDIFF_MAX - span) / (shape[i] - 1))
+            return PYGPU_SHAPE_OVERFLOW;
+        span += step * (shape[i] - 1);          /* both stay below span */
+        if (strides[i] < 0)
+            a -= step * (shape[i] - 1);
+    }
+    *lo = a;
+    *hi = a + span;
+    return PYGPU_SHAPE_OK;
+}
+
 int pygpu_shape_reshape_view(int nd, const ptrdiff_t *shape, const ptrdiff_t *strides,
                              int new_nd, const ptrdiff_t *new_shape, ptrdiff_t itemsize,
                              int fortran, ptrdiff_t *new_strides)

@@ -38,6 +38,12 @@ int pygpu_shape_is_contiguous(int nd, const ptrdiff_t *shape, const ptrdiff_t *s
 void pygpu_shape_extent(int nd, const ptrdiff_t *shape, const ptrdiff_t *strides,
                         ptrdiff_t itemsize, ptrdiff_t *lo, ptrdiff_t *hi);
 
+/* The same for a layout nobody checked yet (strides of any sign and size,
+ * shape not negative): PYGPU_SHAPE_OVERFLOW when the size, or the bytes
+ * between the lowest and the highest element, do not fit in ptrdiff_t. */
+int pygpu_shape_extent_checked(int nd, const ptrdiff_t *shape, const ptrdiff_t *strides,
+                               ptrdiff_t itemsize, ptrdiff_t *lo, ptrdiff_t *hi);
+
 /* If the elements of (shape, strides), read in C (or F) order, can be
  * viewed as new_shape without copying, write the new strides and return 1;
  * else return 0.  The sizes must agree. */
