@@ -91,7 +91,7 @@ void pygpu_cache_flush(pygpu_state *st)
 static pygpu_status release(PyGPUMemory *m)
 {
     pygpu_status s = 0;
-    if (m->freed || !m->ptr) {
+    if (!m->ptr) {
         m->freed = 1;
         return 0;
     }
@@ -213,10 +213,37 @@ static PyObject *memory_repr(PyObject *self)
 static PyObject *memory_free(PyObject *self, PyObject *unused)
 {
     (void)unused;
+    PyGPUMemory *m = (PyGPUMemory *)self;
     pygpu_state *st = pygpu_state_of(self);
-    if (!st || pygpu_check(st, release((PyGPUMemory *)self), "Free") < 0)
+    if (!st)
+        return NULL;
+    if (m->views > 0) {         /* arrays use it: they refuse it from now, the last gives it back */
+        m->freed = 1;
+        Py_RETURN_NONE;
+    }
+    if (pygpu_check(st, release(m), "Free") < 0)
         return NULL;
     Py_RETURN_NONE;
+}
+
+void pygpu_memory_view(PyObject *mem, int delta)
+{
+    if (!mem || Py_TYPE(mem)->tp_dealloc != memory_dealloc)
+        return;
+    PyGPUMemory *m = (PyGPUMemory *)mem;
+    m->views += delta;
+    if (m->views == 0 && m->freed && m->ptr && release(m) != 0)
+        (void)pygpu_rt_get_last_error();
+}
+
+int pygpu_memory_usable(PyObject *mem)
+{
+    if (mem && Py_TYPE(mem)->tp_dealloc == memory_dealloc && ((PyGPUMemory *)mem)->freed) {
+        PyErr_SetString(PyExc_ValueError, "the DeviceAllocation holding this array's memory was freed "
+                                          "(DeviceAllocation.free()): the array can no longer be used");
+        return -1;
+    }
+    return 0;
 }
 
 static PyMemberDef memory_members[] = {
