@@ -61,8 +61,13 @@ static PyObject *event_record(PyObject *self, PyObject *args, PyObject *kwds)
     pygpu_stream_t h;
     PyGPUEvent *e = (PyGPUEvent *)self;
     if (!st || !PyArg_ParseTupleAndKeywords(args, kwds, "|O:record", kwlist, &stream) ||
-        pygpu_stream_arg(st, stream, &h) < 0 ||
-        pygpu_check(st, pygpu_rt_event_record(e->handle, h), "EventRecord") < 0)
+        pygpu_stream_arg(st, stream, &h) < 0)
+        return NULL;
+    if (PyObject_TypeCheck(stream, st->Stream) && ((PyGPUStream *)stream)->device >= 0 &&
+        ((PyGPUStream *)stream)->device != e->device)
+        return PyErr_Format(PyExc_ValueError, "an Event of device %d cannot be recorded on a stream of device %d",
+                            e->device, ((PyGPUStream *)stream)->device);
+    if (pygpu_check(st, pygpu_rt_event_record(e->handle, h), "EventRecord") < 0)
         return NULL;
     e->recorded = 1;
     return Py_NewRef(self);

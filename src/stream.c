@@ -74,10 +74,23 @@ int pygpu_stream_arg(pygpu_state *st, PyObject *obj, pygpu_stream_t *out)
         *out = ((PyGPUStream *)obj)->handle;
         return 0;
     }
-    if (PyLong_Check(obj)) {
-        void *h = PyLong_AsVoidPtr(obj);
-        if (h == NULL && PyErr_Occurred())
+    if (PyLong_Check(obj) && !PyBool_Check(obj)) {
+        /* A raw handle (another library's stream): the caller keeps it alive. */
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+        if (v == -1 && PyErr_Occurred())
             return -1;
+        if (overflow < 0 || (!overflow && v < 0)) {
+            PyErr_Format(PyExc_ValueError, "stream handle %R is negative: a handle is an address (an int >= 0)",
+                         obj);
+            return -1;
+        }
+        void *h = PyLong_AsVoidPtr(obj);
+        if (h == NULL && PyErr_Occurred()) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_OverflowError, "stream handle %R does not fit in a pointer", obj);
+            return -1;
+        }
         *out = h;
         return 0;
     }
@@ -112,9 +125,12 @@ static PyObject *stream_new(PyTypeObject *tp, PyObject *args, PyObject *kwds)
         if (!PyLong_Check(prio_obj) || PyBool_Check(prio_obj))
             return PyErr_Format(PyExc_TypeError, "Stream priority must be an int, not %.100s",
                                 Py_TYPE(prio_obj)->tp_name);
-        long p = PyLong_AsLong(prio_obj);
+        int overflow = 0;
+        long p = PyLong_AsLongAndOverflow(prio_obj, &overflow);
         if (p == -1 && PyErr_Occurred())
             return NULL;
+        if (overflow)           /* clamped to the device's range, as any priority */
+            p = overflow < 0 ? INT_MIN : INT_MAX;
         priority = p < INT_MIN ? INT_MIN : p > INT_MAX ? INT_MAX : (int)p;
     }
     int dev = pygpu_current_device(st);
