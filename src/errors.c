@@ -24,7 +24,10 @@ static void raise_status(pygpu_state *st, pygpu_status status, const char *call)
 
     char fn[96];
     snprintf(fn, sizeof fn, "%s%s", call_prefix(), call);
-    args = Py_BuildValue("(N)", PyUnicode_FromFormat("%s: %s (%d): %s", fn, name, (int)status, text));
+    args = Py_BuildValue("(N)", PyUnicode_FromFormat("%s: %s (%d): %s%s", fn, name, (int)status, text,
+                                                     pygpu_rt_is_sticky(status)
+                                                     ? " (the device context is now unusable: every later "
+                                                       "call on it fails too; restart the process)" : ""));
     if (!args)
         goto done;
     kwargs = Py_BuildValue("{s:i,s:s,s:s,s:s}", "code", (int)status, "name", name, "message", text,
