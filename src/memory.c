@@ -43,6 +43,8 @@ int pygpu_size_arg(PyObject *obj, const char *what, size_t *out)
 static pygpu_status free_on(void *ptr, int dev, int pooled, pygpu_stream_t stream)
 {
     int prev = -1;
+    if (pygpu_fork_broken())
+        return 0;               /* the parent's memory: not the child's to free */
     if (pygpu_rt_get_device(&prev) == 0 && prev != dev)
         pygpu_rt_set_device(dev);
     else

@@ -19,6 +19,7 @@
 #include <numpy/arrayobject.h>
 
 #include "backend/rt.h"
+#include "fork.h"
 #include "shape.h"
 
 /* Small blocks freed on the legacy default stream, kept for the next
@@ -155,6 +156,10 @@ static inline ptrdiff_t pygpu_array_size(const PyGPUArray *a)
  * GPUError (GPUMemoryError when out of memory) naming `call` (the runtime
  * function without its vendor prefix: "MallocAsync"), and return -1. */
 int pygpu_check(pygpu_state *st, pygpu_status status, const char *call);
+/* The door to the runtime for a forked child (fork.h): 0 if this process
+ * may call the runtime (noting that it does), else -1 with GPUError saying
+ * that the process forked after using the device. */
+int pygpu_fork_check(pygpu_state *st);
 /* A new cudaError_t object for `code`; new reference. */
 PyObject *pygpu_error_object(pygpu_state *st, int code);
 int pygpu_errors_init(PyObject *m, pygpu_state *st);

@@ -62,6 +62,8 @@ PyObject *pygpu_current_stream(pygpu_state *st)
 
 int pygpu_stream_arg(pygpu_state *st, PyObject *obj, pygpu_stream_t *out)
 {
+    if (pygpu_fork_check(st) < 0)   /* (every transfer names its stream: the door for a forked child) */
+        return -1;
     if (obj == NULL || obj == Py_None) {
         PyObject *s = pygpu_current_stream(st);
         if (!s)
@@ -153,7 +155,7 @@ static void stream_dealloc(PyObject *self)
 {
     PyGPUStream *s = (PyGPUStream *)self;
     PyTypeObject *tp = Py_TYPE(self);
-    if (s->owned && s->handle) {
+    if (s->owned && s->handle && !pygpu_fork_broken()) {
         /* Pending work completes; the runtime releases the stream after it. */
         pygpu_rt_stream_destroy(s->handle);
         (void)pygpu_rt_get_last_error();
@@ -229,7 +231,7 @@ static PyObject *stream_synchronize(PyObject *self, PyObject *unused)
     pygpu_state *st = pygpu_state_of(self);
     pygpu_stream_t h = ((PyGPUStream *)self)->handle;
     pygpu_status s;
-    if (!st)
+    if (!st || pygpu_fork_check(st) < 0)
         return NULL;
     Py_BEGIN_ALLOW_THREADS
     s = pygpu_rt_stream_synchronize(h);
@@ -243,7 +245,7 @@ static PyObject *stream_query(PyObject *self, PyObject *unused)
 {
     (void)unused;
     pygpu_state *st = pygpu_state_of(self);
-    if (!st)
+    if (!st || pygpu_fork_check(st) < 0)
         return NULL;
     pygpu_status s = pygpu_rt_stream_query(((PyGPUStream *)self)->handle);
     if (pygpu_rt_is_not_ready(s)) {
