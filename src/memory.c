@@ -334,11 +334,15 @@ static PyObject *trim_memory_pool(PyObject *mod, PyObject *args, PyObject *kwds)
         if ((dev = pygpu_current_device(st)) < 0)
             return NULL;
     } else {
-        long d = PyLong_AsLong(dev_obj);
+        int overflow = 0;
+        if (!PyIndex_Check(dev_obj) || PyBool_Check(dev_obj))
+            return PyErr_Format(PyExc_TypeError, "trim_memory_pool(): device must be a device ordinal (int) or "
+                                "None, not %.100s", Py_TYPE(dev_obj)->tp_name);
+        long d = PyLong_AsLongAndOverflow(dev_obj, &overflow);
         if (d == -1 && PyErr_Occurred())
             return NULL;
-        if (pygpu_check_device_id(st, d) < 0)
-            return NULL;
+        if (overflow || pygpu_check_device_id(st, d) < 0)
+            return overflow ? PyErr_Format(PyExc_ValueError, "device %R out of range", dev_obj) : NULL;
         dev = (int)d;
     }
     pygpu_cache_flush(st);
@@ -360,9 +364,20 @@ int pygpu_address_arg(pygpu_state *st, PyObject *obj, void **ptr, size_t *size)
         return 0;
     }
     if (PyLong_Check(obj) && !PyBool_Check(obj)) {
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+        if (overflow < 0 || (!overflow && v < 0)) {
+            PyErr_Format(PyExc_ValueError, "device address %R is negative", obj);
+            return -1;
+        }
         *ptr = PyLong_AsVoidPtr(obj);
         *size = SIZE_MAX;
-        return *ptr == NULL && PyErr_Occurred() ? -1 : 0;
+        if (*ptr == NULL && PyErr_Occurred()) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_OverflowError, "device address %R does not fit in a pointer", obj);
+            return -1;
+        }
+        return 0;
     }
     PyErr_Format(PyExc_TypeError, "a device address must be a DeviceAllocation or an int, not %.100s",
                  Py_TYPE(obj)->tp_name);
