@@ -524,7 +524,7 @@ typedef struct {
  * by pygpu_dl_check (dlpack_check.c). */
 static int read_tensor(pygpu_state *st, const DLTensor *t, uint64_t flags, int copy, dl_layout *l)
 {
-    long type = t->device.device_type;
+    long type = (int)t->device.device_type;     /* (an int-sized enum: may read as unsigned) */
     pygpu_dl_layout c;
     char why[256];
     l->descr = NULL;
