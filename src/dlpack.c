@@ -458,7 +458,7 @@ PyObject *pygpu_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t n
     int versioned, copy, sync;
     uint32_t minor;
     pygpu_stream_t consumer;
-    if (!st || pygpu_memory_usable(a->mem) < 0 ||
+    if (!st || pygpu_memory_usable(a->mem) < 0 || pygpu_fork_check(st) < 0 ||
         parse_args("__dlpack__", args, nargs, kwnames, names, 4, 0, 0, v) < 0 ||
         version_arg(v[1], &versioned, &minor) < 0 || (copy = copy_arg(v[3], "__dlpack__")) == -2 ||
         (v[2] && v[2] != Py_None && int_pair(v[2], "__dlpack__(): dl_device", &want_type, &want_id) < 0))
