@@ -58,17 +58,15 @@ PyObject *pygpu_array_wrap(pygpu_state *st, PyTypeObject *tp, PyArray_Descr *des
 /* Check a shape's size and byte count; 0, or -1 with ValueError. */
 static int checked_nbytes(int nd, const ptrdiff_t *shape, ptrdiff_t itemsize, ptrdiff_t *nbytes)
 {
-    ptrdiff_t size;
-    int r = pygpu_shape_size(nd, shape, &size);
+    int r = pygpu_shape_nbytes(nd, shape, itemsize, nbytes);
     if (r == PYGPU_SHAPE_NEGATIVE) {
         PyErr_SetString(PyExc_ValueError, "negative dimensions are not allowed");
         return -1;
     }
-    if (r < 0 || (size > 0 && size > PTRDIFF_MAX / itemsize)) {
+    if (r < 0) {
         PyErr_SetString(PyExc_ValueError, "array is too big: its byte count overflows");
         return -1;
     }
-    *nbytes = size * itemsize;
     return 0;
 }
 

@@ -422,10 +422,11 @@ static int reshape_shape(PyGPUArray *a, PyObject *args, int *nd, ptrdiff_t *shap
         }
         unknown = i;
     }
-    if (pygpu_shape_size(*nd, given, &known) < 0) {      /* (as NumPy, even with an empty axis) */
+    if (pygpu_shape_nbytes(*nd, given, GA_ITEMSIZE(a), &known) < 0) {    /* (as NumPy, even if empty) */
         PyErr_SetString(PyExc_ValueError, "cannot reshape: the new shape's size overflows");
         return -1;
     }
+    known /= GA_ITEMSIZE(a);
     if (unknown >= 0 && known > 0 && size % known == 0)
         shape[unknown] = size / known;
     else if (unknown >= 0 || known != size) {

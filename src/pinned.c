@@ -338,12 +338,12 @@ static PyObject *mem_alloc_host(PyObject *mod, PyObject *arg)
 PyObject *pygpu_pagelocked_empty(pygpu_state *st, PyArray_Descr *descr, int nd, const ptrdiff_t *shape,
                                  int pooled)
 {
-    ptrdiff_t size, itemsize = (ptrdiff_t)PyDataType_ELSIZE(descr);
-    if (pygpu_shape_size(nd, shape, &size) < 0 || (size && size > PY_SSIZE_T_MAX / itemsize)) {
+    ptrdiff_t nbytes, itemsize = (ptrdiff_t)PyDataType_ELSIZE(descr);
+    if (pygpu_shape_nbytes(nd, shape, itemsize, &nbytes) < 0) {
         PyErr_SetString(PyExc_ValueError, "array is too big: its byte count overflows");
         return NULL;
     }
-    PyObject *mem = host_alloc(st, (size_t)(size * itemsize), pooled);
+    PyObject *mem = host_alloc(st, (size_t)nbytes, pooled);
     if (!mem)
         return NULL;
     Py_INCREF(descr);

@@ -23,8 +23,13 @@ enum {
  * dims' product is an error even if another dim is 0, as in NumPy. */
 int pygpu_shape_size(int nd, const ptrdiff_t *shape, ptrdiff_t *size);
 
+/* *nbytes = size * itemsize; PYGPU_SHAPE_OVERFLOW when the byte count of
+ * the non-zero dims does not fit in ptrdiff_t (as NumPy: even if another
+ * dim is 0, so that the strides of an empty array are finite too). */
+int pygpu_shape_nbytes(int nd, const ptrdiff_t *shape, ptrdiff_t itemsize, ptrdiff_t *nbytes);
+
 /* Strides (bytes) of a contiguous array, C order or (fortran) F order;
- * fails if the byte count overflows. */
+ * fails as pygpu_shape_nbytes does. */
 int pygpu_shape_strides(int nd, const ptrdiff_t *shape, ptrdiff_t itemsize, int fortran,
                         ptrdiff_t *strides);
 
