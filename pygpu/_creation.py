@@ -56,6 +56,8 @@ def install(ns):
         return to_gpu(np.arange(start, stop, step, dtype=dtype), stream)
 
     def _like(a, dtype, order, shape):
+        if not (hasattr(a, "dtype") and hasattr(a, "shape") and hasattr(a, "flags")):
+            raise TypeError(f"the *_like functions take a GPUArray or a NumPy array, not {type(a).__name__}")
         dtype = a.dtype if dtype is None else dtype
         shape = a.shape if shape is None else shape
         return empty(shape, dtype, _order_of(a, order))

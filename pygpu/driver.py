@@ -115,8 +115,11 @@ class ctx_flags:
 
 def _pci_fields(bus_id):
     """(domain, bus, device) of a PCI address 'dddd:bb:dd.f'."""
-    domain, bus, rest = bus_id.split(":")
-    return int(domain, 16), int(bus, 16), int(rest.split(".")[0], 16)
+    try:
+        domain, bus, rest = bus_id.split(":")
+        return int(domain, 16), int(bus, 16), int(rest.split(".")[0], 16)
+    except ValueError:
+        raise ValueError(f"{bus_id!r} is not a PCI bus id ('dddd:bb:dd.f')") from None
 
 
 class Device:

@@ -38,6 +38,7 @@ PyObject *pygpu_array_wrap(pygpu_state *st, PyTypeObject *tp, PyArray_Descr *des
     a->device = device;
     a->descr = descr;
     a->mem = Py_NewRef(mem ? mem : Py_None);
+    pygpu_memory_view(a->mem, 1);
     a->base = Py_XNewRef(base);
     memcpy(GA_SHAPE(a), shape, (size_t)nd * sizeof(ptrdiff_t));
     if (strides)
@@ -57,17 +58,15 @@ PyObject *pygpu_array_wrap(pygpu_state *st, PyTypeObject *tp, PyArray_Descr *des
 /* Check a shape's size and byte count; 0, or -1 with ValueError. */
 static int checked_nbytes(int nd, const ptrdiff_t *shape, ptrdiff_t itemsize, ptrdiff_t *nbytes)
 {
-    ptrdiff_t size;
-    int r = pygpu_shape_size(nd, shape, &size);
+    int r = pygpu_shape_nbytes(nd, shape, itemsize, nbytes);
     if (r == PYGPU_SHAPE_NEGATIVE) {
         PyErr_SetString(PyExc_ValueError, "negative dimensions are not allowed");
         return -1;
     }
-    if (r < 0 || (size > 0 && size > PTRDIFF_MAX / itemsize)) {
+    if (r < 0) {
         PyErr_SetString(PyExc_ValueError, "array is too big: its byte count overflows");
         return -1;
     }
-    *nbytes = size * itemsize;
     return 0;
 }
 
@@ -224,19 +223,46 @@ fail:
     return NULL;
 }
 
-/* An int address from `gpudata` (int(), or a DeviceAllocation's ptr). */
+/* The address `gpudata` names: a DeviceAllocation's (ValueError once
+ * freed), an int, or int() of an object that has one (PyCUDA's pooled
+ * allocations); floats, bools, strings and negative ints are refused. */
 static int address_of(PyObject *obj, char **ptr)
 {
-    PyObject *v = PyNumber_Long(obj);
-    if (!v) {
-        PyErr_Clear();
+    PyNumberMethods *nb = Py_TYPE(obj)->tp_as_number;
+    int overflow = 0;
+    if (PyFloat_Check(obj) || PyBool_Check(obj) || !nb || (!nb->nb_int && !nb->nb_index)) {
         PyErr_Format(PyExc_TypeError, "gpudata must be a device allocation or an int address, not %.100s",
                      Py_TYPE(obj)->tp_name);
         return -1;
     }
+    PyObject *v = PyNumber_Long(obj);
+    if (!v)
+        return -1;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow < 0 || (!overflow && x < 0)) {
+        PyErr_Format(PyExc_ValueError, "gpudata address %S is negative", v);
+        Py_DECREF(v);
+        return -1;
+    }
     *ptr = PyLong_AsVoidPtr(v);
+    if (*ptr == NULL && PyErr_Occurred()) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_OverflowError, "gpudata address %S does not fit in a pointer", v);
+    }
     Py_DECREF(v);
-    return *ptr == NULL && PyErr_Occurred() ? -1 : 0;
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* The bytes a layout given by the caller touches, [*lo, *hi) from element
+ * 0; 0, or -1 with ValueError when they do not fit in the address space. */
+static int caller_extent(int nd, const ptrdiff_t *shape, const ptrdiff_t *strides, ptrdiff_t itemsize,
+                         ptrdiff_t *lo, ptrdiff_t *hi)
+{
+    if (pygpu_shape_extent_checked(nd, shape, strides, itemsize, lo, hi) < 0) {
+        PyErr_SetString(PyExc_ValueError, "strides= reach past the address space for this shape");
+        return -1;
+    }
+    return 0;
 }
 
 /* GPUArray over caller-provided memory (element 0 at `offset` bytes past
@@ -247,31 +273,34 @@ static PyObject *over_memory(pygpu_state *st, PyTypeObject *tp, PyArray_Descr *d
 {
     char *ptr;
     ptrdiff_t lo, hi, itemsize = (ptrdiff_t)PyDataType_ELSIZE(descr);
-    if (address_of(gpudata, &ptr) < 0) {
-        Py_DECREF(descr);
-        return NULL;
+    PyObject *owner = base && base != Py_None ? base : gpudata;
+    if (address_of(gpudata, &ptr) < 0 || caller_extent(nd, shape, strides, itemsize, &lo, &hi) < 0 ||
+        pygpu_memory_usable(owner) < 0)
+        goto fail;
+    if (hi > lo && !ptr) {
+        PyErr_SetString(PyExc_ValueError, "gpudata is a null address");
+        goto fail;
     }
     ptr += offset;
-    pygpu_shape_extent(nd, shape, strides, itemsize, &lo, &hi);
     int device = -1;
     if (PyObject_TypeCheck(gpudata, st->Memory)) {
         PyGPUMemory *m = (PyGPUMemory *)gpudata;
-        char *end = (char *)m->ptr + m->size;
+        ptrdiff_t start = offset;           /* (element 0's byte in the allocation) */
         device = m->device;
-        if (hi > lo && (ptr + lo < (char *)m->ptr || ptr + hi > end)) {
-            Py_DECREF(descr);
-            return PyErr_Format(PyExc_ValueError,
-                                "the array (bytes %zd..%zd from its start) does not fit in the %zu-byte allocation",
-                                lo, hi, m->size);
+        if (hi > lo && (start + lo < 0 || start > PTRDIFF_MAX - hi || (size_t)(start + hi) > m->size)) {
+            PyErr_Format(PyExc_ValueError,
+                         "the array (bytes %zd..%zd from its start) does not fit in the %zu-byte allocation",
+                         lo, hi, m->size);
+            goto fail;
         }
     }
-    if (device < 0 && (device = pygpu_current_device(st)) < 0) {
-        Py_DECREF(descr);
-        return NULL;
-    }
-    PyObject *owner = base && base != Py_None ? base : gpudata;
+    if (device < 0 && (device = pygpu_current_device(st)) < 0)
+        goto fail;
     return pygpu_array_wrap(st, tp, descr, nd, shape, strides, ptr, owner,
                             base && base != Py_None ? base : NULL, device, 1);
+fail:
+    Py_DECREF(descr);
+    return NULL;
 }
 
 static PyObject *array_new(PyTypeObject *tp, PyObject *args, PyObject *kwds)
@@ -316,7 +345,8 @@ static PyObject *array_new(PyTypeObject *tp, PyObject *args, PyObject *kwds)
         return over_memory(st, tp, descr, nd, shape, strides, gpudata, 0, base);
     if (allocator != Py_None) {
         /* PyCUDA style: allocator(nbytes) returns the memory, int() its address. */
-        pygpu_shape_extent(nd, shape, strides, itemsize, &lo, &hi);
+        if (caller_extent(nd, shape, strides, itemsize, &lo, &hi) < 0)
+            goto fail;
         PyObject *mem = PyObject_CallFunction(allocator, "n", (Py_ssize_t)(hi - lo));
         if (!mem)
             goto fail;
@@ -347,6 +377,7 @@ static int array_traverse(PyObject *self, visitproc visit, void *arg)
 static int array_clear(PyObject *self)
 {
     PyGPUArray *a = (PyGPUArray *)self;
+    pygpu_memory_view(a->mem, -1);
     Py_CLEAR(a->mem);
     Py_CLEAR(a->base);
     Py_CLEAR(a->shape_tuple);

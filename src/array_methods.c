@@ -77,7 +77,7 @@ PyObject *pygpu_array_get(PyGPUArray *a, PyObject *out, PyObject *stream, int pa
 {
     pygpu_state *st = pygpu_state_of((PyObject *)a);
     pygpu_stream_t s;
-    if (!st || pygpu_stream_for(st, stream, a->device, "array", &s) < 0)
+    if (!st || pygpu_memory_usable(a->mem) < 0 || pygpu_stream_for(st, stream, a->device, "array", &s) < 0)
         return NULL;
     if (out && out != Py_None) {
         if (!PyArray_Check(out))
@@ -184,7 +184,7 @@ static PyObject *dense_copy(pygpu_state *st, PyGPUArray *a, int fortran, pygpu_s
                             int dev)
 {
     int prev;
-    if (pygpu_device_enter(st, dev, &prev) < 0)
+    if (pygpu_memory_usable(a->mem) < 0 || pygpu_device_enter(st, dev, &prev) < 0)
         return NULL;
     Py_INCREF(a->descr);
     PyGPUArray *c = (PyGPUArray *)pygpu_array_empty(st, Py_TYPE(a), a->descr, a->nd, GA_SHAPE(a), fortran,
@@ -208,10 +208,12 @@ int pygpu_array_assign(PyGPUArray *a, PyObject *value, PyObject *stream, int asy
     ptrdiff_t strides[PYGPU_MAXDIMS];
     PyObject *host = NULL;
     int r = -1;
-    if (!st || pygpu_stream_for(st, stream, a->device, "array", &s) < 0)
+    if (!st || pygpu_memory_usable(a->mem) < 0 || pygpu_stream_for(st, stream, a->device, "array", &s) < 0)
         return -1;
     if (PyObject_TypeCheck(value, st->Array)) {
         PyGPUArray *v = (PyGPUArray *)value;
+        if (pygpu_memory_usable(v->mem) < 0)
+            return -1;
         if (same_shape(a, v) && PyArray_EquivTypes(a->descr, v->descr)) {
             PyObject *tmp = NULL;
             if (may_overlap(a, v)) {    /* as NumPy: the result is as if v were copied first */
@@ -364,7 +366,7 @@ static PyObject *array_fill(PyObject *self, PyObject *args, PyObject *kwds)
     pygpu_state *st = pygpu_state_of(self);
     pygpu_stream_t s;
     if (!st || !PyArg_ParseTupleAndKeywords(args, kwds, "O|O:fill", kwlist, &value, &stream) ||
-        pygpu_stream_for(st, stream, SELF->device, "array", &s) < 0)
+        pygpu_memory_usable(SELF->mem) < 0 || pygpu_stream_for(st, stream, SELF->device, "array", &s) < 0)
         return NULL;
     if (!(SELF->flags & PYGPU_WRITEABLE)) {
         PyErr_SetString(PyExc_ValueError, "assignment destination is read-only");
@@ -431,20 +433,25 @@ fail:
 static int reshape_shape(PyGPUArray *a, PyObject *args, int *nd, ptrdiff_t *shape)
 {
     PyObject *obj = PyTuple_GET_SIZE(args) == 1 ? PyTuple_GET_ITEM(args, 0) : args;
-    ptrdiff_t known = 1, size = pygpu_array_size(a);
+    ptrdiff_t known, size = pygpu_array_size(a), given[PYGPU_MAXDIMS];
     int unknown = -1;
     if (pygpu_dims_arg(obj, nd, shape, -1) < 0)
         return -1;
     for (int i = 0; i < *nd; i++) {
-        if (shape[i] >= 0) {
-            known *= shape[i];
-        } else if (unknown >= 0) {
+        given[i] = shape[i] < 0 ? 1 : shape[i];
+        if (shape[i] >= 0)
+            continue;
+        if (unknown >= 0) {
             PyErr_SetString(PyExc_ValueError, "can only specify one unknown dimension");
             return -1;
-        } else {
-            unknown = i;
         }
+        unknown = i;
     }
+    if (pygpu_shape_nbytes(*nd, given, GA_ITEMSIZE(a), &known) < 0) {    /* (as NumPy, even if empty) */
+        PyErr_SetString(PyExc_ValueError, "cannot reshape: the new shape's size overflows");
+        return -1;
+    }
+    known /= GA_ITEMSIZE(a);
     if (unknown >= 0 && known > 0 && size % known == 0)
         shape[unknown] = size / known;
     else if (unknown >= 0 || known != size) {

@@ -141,7 +141,7 @@ PyObject *pygpu_array_cai(PyObject *self, void *closure)
     (void)closure;
     PyGPUArray *a = (PyGPUArray *)self;
     pygpu_state *st = pygpu_state_of(self);
-    if (!st)
+    if (!st || pygpu_memory_usable(a->mem) < 0 || pygpu_fork_check(st) < 0)
         return NULL;
     PyObject *typestr = cached_by_type(st, PYGPU_IX_TYPESTRS, a->descr);
     PyObject *item = cached_by_type(st, PYGPU_IX_DESCR_ITEMS, a->descr);

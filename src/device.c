@@ -13,7 +13,7 @@
 int pygpu_device_count(pygpu_state *st)
 {
     int n = 0;
-    if (pygpu_check(st, pygpu_rt_device_count(&n), "GetDeviceCount") < 0)
+    if (pygpu_fork_check(st) < 0 || pygpu_check(st, pygpu_rt_device_count(&n), "GetDeviceCount") < 0)
         return -1;
     return n;
 }
@@ -21,7 +21,7 @@ int pygpu_device_count(pygpu_state *st)
 int pygpu_current_device(pygpu_state *st)
 {
     int dev = 0;
-    if (pygpu_check(st, pygpu_rt_get_device(&dev), "GetDevice") < 0)
+    if (pygpu_fork_check(st) < 0 || pygpu_check(st, pygpu_rt_get_device(&dev), "GetDevice") < 0)
         return -1;
     return dev;
 }

@@ -175,11 +175,17 @@ static int int_pair(PyObject *v, const char *what, long *a, long *b)
 {
     if (PyTuple_Check(v) && PyTuple_GET_SIZE(v) == 2 && PyIndex_Check(PyTuple_GET_ITEM(v, 0)) &&
         PyIndex_Check(PyTuple_GET_ITEM(v, 1))) {
-        *a = PyLong_AsLong(PyTuple_GET_ITEM(v, 0));
-        if (*a == -1 && PyErr_Occurred())
-            return -1;
-        *b = PyLong_AsLong(PyTuple_GET_ITEM(v, 1));
-        return *b == -1 && PyErr_Occurred() ? -1 : 0;
+        if ((*a = PyLong_AsLong(PyTuple_GET_ITEM(v, 0))) == -1 && PyErr_Occurred())
+            goto range;
+        if ((*b = PyLong_AsLong(PyTuple_GET_ITEM(v, 1))) == -1 && PyErr_Occurred())
+            goto range;
+        return 0;
+    range:
+        if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_OverflowError, "%s: %R is out of range", what, v);
+        }
+        return -1;
     }
     PyErr_Format(PyExc_TypeError, "%s must be None or a tuple of two ints, not %R", what, v);
     return -1;
@@ -452,7 +458,8 @@ PyObject *pygpu_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t n
     int versioned, copy, sync;
     uint32_t minor;
     pygpu_stream_t consumer;
-    if (!st || parse_args("__dlpack__", args, nargs, kwnames, names, 4, 0, 0, v) < 0 ||
+    if (!st || pygpu_memory_usable(a->mem) < 0 || pygpu_fork_check(st) < 0 ||
+        parse_args("__dlpack__", args, nargs, kwnames, names, 4, 0, 0, v) < 0 ||
         version_arg(v[1], &versioned, &minor) < 0 || (copy = copy_arg(v[3], "__dlpack__")) == -2 ||
         (v[2] && v[2] != Py_None && int_pair(v[2], "__dlpack__(): dl_device", &want_type, &want_id) < 0))
         return NULL;
@@ -511,40 +518,21 @@ typedef struct {
     int readonly, copied;
 } dl_layout;
 
-/* The GPUArray dtype of a DLPack dtype; new reference, or NULL with BufferError. */
-static PyArray_Descr *descr_of(DLDataType t)
-{
-    static const char kinds[] = {[kDLInt] = 'i', [kDLUInt] = 'u', [kDLFloat] = 'f', [kDLComplex] = 'c',
-                                 [kDLBool] = 'b'};
-    static const char *const names[] = {"int", "uint", "float", "opaque handle", "bfloat", "complex", "bool"};
-    PyArray_Descr *d = NULL;
-    if (t.lanes != 1) {
-        PyErr_Format(PyExc_BufferError, "DLPack dtype with %u lanes (short vectors as elements) is not supported: "
-                     "GPUArray elements are scalars", (unsigned)t.lanes);
-        return NULL;
-    }
-    if (t.code < sizeof kinds && kinds[t.code] && t.bits % 8 == 0)
-        d = pygpu_descr_from_kind(kinds[t.code], t.bits / 8);
-    if (!d)
-        PyErr_Format(PyExc_BufferError, "DLPack dtype %s%u (type code %u) has no GPUArray dtype: GPUArray holds "
-                     "bool, int8-64, uint8-64, float16/32/64 and complex64/128",
-                     t.code < sizeof names / sizeof names[0] ? names[t.code] : "code-", (unsigned)t.bits,
-                     (unsigned)t.code);
-    return d;
-}
-
 /* Check the tensor a capsule carries and read its layout (`copy`: the
  * from_dlpack argument, for data that would need one); 0, or -1 with an
- * exception set and nothing taken. */
+ * exception set and nothing taken.  The device is checked here, the rest
+ * by pygpu_dl_check (dlpack_check.c). */
 static int read_tensor(pygpu_state *st, const DLTensor *t, uint64_t flags, int copy, dl_layout *l)
 {
-    long type = t->device.device_type;
-    ptrdiff_t itemsize, size;
+    long type = (int)t->device.device_type;     /* (an int-sized enum: may read as unsigned) */
+    pygpu_dl_layout c;
+    char why[256];
     l->descr = NULL;
     if (!reachable(type)) {
         if (!is_host_type(type))
-            return PyErr_Format(PyExc_BufferError, "the DLPack data is on %s device %d, which the %s backend "
-                                "cannot reach", device_name(type), (int)t->device.device_id, pygpu_rt_vendor()),
+            return PyErr_Format(PyExc_BufferError, "the DLPack data is on %s (device_type %ld) device %d, which "
+                                "the %s backend cannot reach", device_name(type), type,
+                                (int)t->device.device_id, pygpu_rt_vendor()),
                    -1;
         if (copy == 0)
             return PyErr_Format(PyExc_BufferError, "from_dlpack(copy=False): the data is in host memory (%s), "
@@ -554,52 +542,22 @@ static int read_tensor(pygpu_state *st, const DLTensor *t, uint64_t flags, int c
     } else if (!HOST_BACKEND && check_gpu_id(st, type, t->device.device_id) < 0) {
         return -1;
     }
-    if (t->ndim < 0 || t->ndim > PYGPU_MAXDIMS)
-        return PyErr_Format(PyExc_BufferError, "DLPack tensor with %d dimensions: a GPUArray has 0 to %d",
-                            (int)t->ndim, PYGPU_MAXDIMS), -1;
-    if (t->ndim > 0 && !t->shape)
-        return PyErr_Format(PyExc_BufferError, "DLPack tensor with %d dimensions but no shape", (int)t->ndim), -1;
-    if (!(l->descr = descr_of(t->dtype)))
+    if (pygpu_dl_check(t, &c, why, sizeof why) < 0) {
+        PyErr_SetString(PyExc_BufferError, why);
         return -1;
-    itemsize = (ptrdiff_t)PyDataType_ELSIZE(l->descr);
-    l->nd = t->ndim;
-    for (int i = 0; i < l->nd; i++) {
-        if (t->shape[i] < 0) {
-            PyErr_Format(PyExc_BufferError, "DLPack shape has a negative dimension (%lld on axis %d)",
-                         (long long)t->shape[i], i);
-            goto fail;
-        }
-        l->shape[i] = (ptrdiff_t)t->shape[i];
-        if (t->strides) {
-            int64_t s = t->strides[i];
-            if (s > PTRDIFF_MAX / itemsize || s < -(PTRDIFF_MAX / itemsize)) {
-                PyErr_Format(PyExc_BufferError, "DLPack stride %lld on axis %d is out of range", (long long)s, i);
-                goto fail;
-            }
-            l->strides[i] = (ptrdiff_t)s * itemsize;
-        }
     }
-    if (!t->strides && pygpu_shape_strides(l->nd, l->shape, itemsize, 0, l->strides) < 0) {
-        PyErr_SetString(PyExc_BufferError, "DLPack shape: the byte count overflows");
-        goto fail;
-    }
-    if (pygpu_foreign_layout(l->nd, l->shape, l->strides, itemsize, "DLPack tensor") < 0)
-        goto fail;
-    pygpu_shape_size(l->nd, l->shape, &size);
-    if (t->byte_offset > (uint64_t)PTRDIFF_MAX || (size > 0 && !t->data)) {
-        PyErr_SetString(PyExc_BufferError, size > 0 && !t->data ? "DLPack tensor with a null data pointer"
-                                                                : "DLPack byte_offset is out of range");
-        goto fail;
-    }
-    l->data = (char *)((uintptr_t)t->data + (uintptr_t)t->byte_offset);
+    if (!(l->descr = pygpu_descr_from_kind(c.kind, c.itemsize)))
+        return PyErr_Format(PyExc_BufferError, "DLPack dtype: no descriptor for kind %c, %d bytes", c.kind,
+                            c.itemsize), -1;
+    l->nd = c.nd;
+    memcpy(l->shape, c.shape, sizeof c.shape);
+    memcpy(l->strides, c.strides, sizeof c.strides);
+    l->data = c.data;
     l->device_type = type;
     l->device_id = t->device.device_id;
     l->readonly = (flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
     l->copied = (flags & DLPACK_FLAG_BITMASK_IS_COPIED) != 0;
     return 0;
-fail:
-    Py_CLEAR(l->descr);
-    return -1;
 }
 
 /* The owner of an imported tensor: a capsule whose death calls the

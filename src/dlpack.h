@@ -20,7 +20,10 @@
 #ifndef PYGPU_DLPACK_H
 #define PYGPU_DLPACK_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+#include "shape.h"
 
 /* The version of the versioned struct this header declares.  A major
  * version other than 1 means another layout: only the version and the
@@ -120,5 +123,22 @@ typedef struct DLManagedTensorVersioned {
     uint64_t flags;
     DLTensor dl_tensor;
 } DLManagedTensorVersioned;
+
+/* ---- checking a tensor that another library made (dlpack_check.c) ------ */
+
+/* What a checked tensor is, in GPUArray's terms. */
+typedef struct {
+    int nd;
+    ptrdiff_t shape[PYGPU_MAXDIMS];
+    ptrdiff_t strides[PYGPU_MAXDIMS];   /* bytes */
+    char kind;                          /* 'b', 'i', 'u', 'f' or 'c' */
+    int itemsize;
+    char *data;                         /* data + byte_offset: element [0, ..., 0] */
+} pygpu_dl_layout;
+
+/* Check the dimensions, dtype, shape, strides and data pointer of `t` (not
+ * its device: that is the backend's business) and fill *out.  Pure C, no
+ * Python: 0, or -1 with a sentence saying what is wrong in why[0..n). */
+int pygpu_dl_check(const DLTensor *t, pygpu_dl_layout *out, char *why, size_t n);
 
 #endif /* PYGPU_DLPACK_H */

@@ -24,7 +24,10 @@ static void raise_status(pygpu_state *st, pygpu_status status, const char *call)
 
     char fn[96];
     snprintf(fn, sizeof fn, "%s%s", call_prefix(), call);
-    args = Py_BuildValue("(N)", PyUnicode_FromFormat("%s: %s (%d): %s", fn, name, (int)status, text));
+    args = Py_BuildValue("(N)", PyUnicode_FromFormat("%s: %s (%d): %s%s", fn, name, (int)status, text,
+                                                     pygpu_rt_is_sticky(status)
+                                                     ? " (the device context is now unusable: every later "
+                                                       "call on it fails too; restart the process)" : ""));
     if (!args)
         goto done;
     kwargs = Py_BuildValue("{s:i,s:s,s:s,s:s}", "code", (int)status, "name", name, "message", text,
@@ -40,13 +43,51 @@ done:
     Py_XDECREF(exc);
 }
 
+/* GPUError for a runtime call (or any, when `call` is NULL) in a child
+ * forked after the parent used the device. */
+static void raise_forked(pygpu_state *st, const char *call)
+{
+    char fn[96];
+    snprintf(fn, sizeof fn, "%s%s", call_prefix(), call ? call : "");
+    PyObject *text = PyUnicode_FromFormat(
+        "this process was forked after it had used the %s device, and a forked child cannot use it (the "
+        "runtime does not survive fork): create worker processes with multiprocessing's 'spawn' or "
+        "'forkserver' start method, or use the device only after the fork", pygpu_rt_vendor());
+    PyObject *args = text ? Py_BuildValue("(N)", PyUnicode_FromFormat("%s%s%U", call ? fn : "",
+                                                                     call ? ": " : "", text)) : NULL;
+    PyObject *kwargs = args ? Py_BuildValue("{s:s,s:O,s:z}", "name", "pygpuErrorForkedChild", "message",
+                                            text, "call", call ? fn : NULL) : NULL;
+    PyObject *exc = kwargs ? PyObject_Call(st->GPUError, args, kwargs) : NULL;
+    if (exc)
+        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+    Py_XDECREF(text);
+    Py_XDECREF(args);
+    Py_XDECREF(kwargs);
+    Py_XDECREF(exc);
+}
+
+int pygpu_fork_check(pygpu_state *st)
+{
+    if (!pygpu_fork_broken()) {
+        pygpu_fork_note_use();
+        return 0;
+    }
+    raise_forked(st, NULL);
+    return -1;
+}
+
 int pygpu_check(pygpu_state *st, pygpu_status status, const char *call)
 {
-    if (status == 0)
+    if (status == 0) {
+        pygpu_fork_note_use();
         return 0;
+    }
     /* Clear the runtime's last error so later checks do not see it again. */
     (void)pygpu_rt_get_last_error();
-    raise_status(st, status, call);
+    if (pygpu_fork_broken())
+        raise_forked(st, call);         /* (the vendor's status would not say why) */
+    else
+        raise_status(st, status, call);
     return -1;
 }
 

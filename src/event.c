@@ -38,7 +38,7 @@ static void event_dealloc(PyObject *self)
 {
     PyGPUEvent *e = (PyGPUEvent *)self;
     PyTypeObject *tp = Py_TYPE(self);
-    if (e->handle) {
+    if (e->handle && !pygpu_fork_broken()) {
         pygpu_rt_event_destroy(e->handle);
         (void)pygpu_rt_get_last_error();
     }
@@ -74,6 +74,8 @@ static PyObject *event_record(PyObject *self, PyObject *args, PyObject *kwds)
 static int wait_event(pygpu_state *st, PyGPUEvent *e)
 {
     pygpu_status s;
+    if (pygpu_fork_check(st) < 0)
+        return -1;
     Py_BEGIN_ALLOW_THREADS
     s = pygpu_rt_event_synchronize(e->handle);
     Py_END_ALLOW_THREADS
@@ -93,7 +95,7 @@ static PyObject *event_query(PyObject *self, PyObject *unused)
 {
     (void)unused;
     pygpu_state *st = pygpu_state_of(self);
-    if (!st)
+    if (!st || pygpu_fork_check(st) < 0)
         return NULL;
     pygpu_status s = pygpu_rt_event_query(((PyGPUEvent *)self)->handle);
     if (pygpu_rt_is_not_ready(s)) {

@@ -43,6 +43,8 @@ int pygpu_size_arg(PyObject *obj, const char *what, size_t *out)
 static pygpu_status free_on(void *ptr, int dev, int pooled, pygpu_stream_t stream)
 {
     int prev = -1;
+    if (pygpu_fork_broken())
+        return 0;               /* the parent's memory: not the child's to free */
     if (pygpu_rt_get_device(&prev) == 0 && prev != dev)
         pygpu_rt_set_device(dev);
     else
@@ -91,7 +93,7 @@ void pygpu_cache_flush(pygpu_state *st)
 static pygpu_status release(PyGPUMemory *m)
 {
     pygpu_status s = 0;
-    if (m->freed || !m->ptr) {
+    if (!m->ptr) {
         m->freed = 1;
         return 0;
     }
@@ -214,10 +216,37 @@ static PyObject *memory_repr(PyObject *self)
 static PyObject *memory_free(PyObject *self, PyObject *unused)
 {
     (void)unused;
+    PyGPUMemory *m = (PyGPUMemory *)self;
     pygpu_state *st = pygpu_state_of(self);
-    if (!st || pygpu_check(st, release((PyGPUMemory *)self), "Free") < 0)
+    if (!st)
+        return NULL;
+    if (m->views > 0) {         /* arrays use it: they refuse it from now, the last gives it back */
+        m->freed = 1;
+        Py_RETURN_NONE;
+    }
+    if (pygpu_check(st, release(m), "Free") < 0)
         return NULL;
     Py_RETURN_NONE;
+}
+
+void pygpu_memory_view(PyObject *mem, int delta)
+{
+    if (!mem || Py_TYPE(mem)->tp_dealloc != memory_dealloc)
+        return;
+    PyGPUMemory *m = (PyGPUMemory *)mem;
+    m->views += delta;
+    if (m->views == 0 && m->freed && m->ptr && release(m) != 0)
+        (void)pygpu_rt_get_last_error();
+}
+
+int pygpu_memory_usable(PyObject *mem)
+{
+    if (mem && Py_TYPE(mem)->tp_dealloc == memory_dealloc && ((PyGPUMemory *)mem)->freed) {
+        PyErr_SetString(PyExc_ValueError, "the DeviceAllocation holding this array's memory was freed "
+                                          "(DeviceAllocation.free()): the array can no longer be used");
+        return -1;
+    }
+    return 0;
 }
 
 static PyMemberDef memory_members[] = {
@@ -306,11 +335,15 @@ static PyObject *trim_memory_pool(PyObject *mod, PyObject *args, PyObject *kwds)
         if ((dev = pygpu_current_device(st)) < 0)
             return NULL;
     } else {
-        long d = PyLong_AsLong(dev_obj);
+        int overflow = 0;
+        if (!PyIndex_Check(dev_obj) || PyBool_Check(dev_obj))
+            return PyErr_Format(PyExc_TypeError, "trim_memory_pool(): device must be a device ordinal (int) or "
+                                "None, not %.100s", Py_TYPE(dev_obj)->tp_name);
+        long d = PyLong_AsLongAndOverflow(dev_obj, &overflow);
         if (d == -1 && PyErr_Occurred())
             return NULL;
-        if (pygpu_check_device_id(st, d) < 0)
-            return NULL;
+        if (overflow || pygpu_check_device_id(st, d) < 0)
+            return overflow ? PyErr_Format(PyExc_ValueError, "device %R out of range", dev_obj) : NULL;
         dev = (int)d;
     }
     pygpu_cache_flush(st);
@@ -332,9 +365,20 @@ int pygpu_address_arg(pygpu_state *st, PyObject *obj, void **ptr, size_t *size)
         return 0;
     }
     if (PyLong_Check(obj) && !PyBool_Check(obj)) {
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+        if (overflow < 0 || (!overflow && v < 0)) {
+            PyErr_Format(PyExc_ValueError, "device address %R is negative", obj);
+            return -1;
+        }
         *ptr = PyLong_AsVoidPtr(obj);
         *size = SIZE_MAX;
-        return *ptr == NULL && PyErr_Occurred() ? -1 : 0;
+        if (*ptr == NULL && PyErr_Occurred()) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_OverflowError, "device address %R does not fit in a pointer", obj);
+            return -1;
+        }
+        return 0;
     }
     PyErr_Format(PyExc_TypeError, "a device address must be a DeviceAllocation or an int, not %.100s",
                  Py_TYPE(obj)->tp_name);

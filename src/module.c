@@ -73,6 +73,8 @@ static PyObject *mod_synchronize(PyObject *m, PyObject *unused)
 {
     (void)unused;
     pygpu_status s;
+    if (pygpu_fork_check(state(m)) < 0)
+        return NULL;
     Py_BEGIN_ALLOW_THREADS
     s = pygpu_rt_device_synchronize();
     Py_END_ALLOW_THREADS
@@ -85,7 +87,8 @@ static PyObject *mod_mem_get_info(PyObject *m, PyObject *unused)
 {
     (void)unused;
     size_t free_b = 0, total_b = 0;
-    if (pygpu_check(state(m), pygpu_rt_mem_get_info(&free_b, &total_b), "MemGetInfo") < 0)
+    if (pygpu_fork_check(state(m)) < 0 ||
+        pygpu_check(state(m), pygpu_rt_mem_get_info(&free_b, &total_b), "MemGetInfo") < 0)
         return NULL;
     return Py_BuildValue("(nn)", (Py_ssize_t)free_b, (Py_ssize_t)total_b);
 }
@@ -100,7 +103,7 @@ static PyObject *mod_stream_priority_range(PyObject *m, PyObject *unused)
 {
     (void)unused;
     int least = 0, greatest = 0;
-    if (pygpu_check(state(m), pygpu_rt_stream_priority_range(&least, &greatest),
+    if (pygpu_fork_check(state(m)) < 0 || pygpu_check(state(m), pygpu_rt_stream_priority_range(&least, &greatest),
                     "DeviceGetStreamPriorityRange") < 0)
         return NULL;
     return Py_BuildValue("(ii)", least, greatest);
@@ -154,6 +157,7 @@ static int add_methods(PyObject *m, PyMethodDef *defs)
 static int module_exec(PyObject *m)
 {
     pygpu_state *st = state(m);
+    pygpu_fork_init();
     st->use_pool = 1;
     st->use_cache = !pygpu_rt_alloc_is_cheap();
     const char *cache_env = getenv("PYGPU_BLOCK_CACHE");     /* 0/1: override, for tests */

@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include "pygpu.h"
 #include "staging.h"
+#include "fork.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -69,8 +70,10 @@ static void evict(size_t need)
             i++;
             continue;
         }
-        pygpu_rt_host_free(blocks[i].ptr);
-        (void)pygpu_rt_get_last_error();
+        if (!pygpu_fork_broken()) {     /* (a broken child leaves the parent's memory alone) */
+            pygpu_rt_host_free(blocks[i].ptr);
+            (void)pygpu_rt_get_last_error();
+        }
         stats.cached -= blocks[i].size;
         blocks[i] = blocks[--nblocks];
     }
@@ -159,6 +162,14 @@ void pygpu_pinned_give(void *p)
     pthread_mutex_unlock(&pool_mu);
 }
 
+void pygpu_pinned_fork(enum pygpu_fork_phase phase)
+{
+    if (phase == PYGPU_FORK_PREPARE)
+        pthread_mutex_lock(&pool_mu);
+    else
+        pthread_mutex_unlock(&pool_mu);
+}
+
 void pygpu_pinned_stats_get(pygpu_pinned_stats *s)
 {
     pthread_mutex_lock(&pool_mu);
@@ -189,7 +200,7 @@ static void host_release(PyGPUHostMemory *h)
 {
     if (h->ptr && h->pooled) {
         pygpu_pinned_give(h->ptr);
-    } else if (h->ptr) {
+    } else if (h->ptr && !pygpu_fork_broken()) {
         pygpu_rt_host_free(h->ptr);
         (void)pygpu_rt_get_last_error();
     }
@@ -327,12 +338,12 @@ static PyObject *mem_alloc_host(PyObject *mod, PyObject *arg)
 PyObject *pygpu_pagelocked_empty(pygpu_state *st, PyArray_Descr *descr, int nd, const ptrdiff_t *shape,
                                  int pooled)
 {
-    ptrdiff_t size, itemsize = (ptrdiff_t)PyDataType_ELSIZE(descr);
-    if (pygpu_shape_size(nd, shape, &size) < 0 || (size && size > PY_SSIZE_T_MAX / itemsize)) {
+    ptrdiff_t nbytes, itemsize = (ptrdiff_t)PyDataType_ELSIZE(descr);
+    if (pygpu_shape_nbytes(nd, shape, itemsize, &nbytes) < 0) {
         PyErr_SetString(PyExc_ValueError, "array is too big: its byte count overflows");
         return NULL;
     }
-    PyObject *mem = host_alloc(st, (size_t)(size * itemsize), pooled);
+    PyObject *mem = host_alloc(st, (size_t)nbytes, pooled);
     if (!mem)
         return NULL;
     Py_INCREF(descr);

@@ -19,6 +19,7 @@
 #include <numpy/arrayobject.h>
 
 #include "backend/rt.h"
+#include "fork.h"
 #include "shape.h"
 
 /* Small blocks freed on the legacy default stream, kept for the next
@@ -85,7 +86,8 @@ typedef struct {                /* DeviceAllocation: owner of one device allocat
     int device;
     int pooled;                 /* from the stream-ordered pool: free on `stream` */
     int cacheable;              /* may go back to the module's block cache */
-    int freed;
+    int freed;                  /* free() was called (the memory may wait for `views`) */
+    Py_ssize_t views;           /* GPUArrays using it: they hold the memory past free() */
     size_t capacity;            /* bytes really allocated (>= size) */
     pygpu_stream_t stream;      /* the stream the allocation is ordered on */
     PyObject *stream_ref;       /* the Stream object owning it, or NULL */
@@ -154,6 +156,10 @@ static inline ptrdiff_t pygpu_array_size(const PyGPUArray *a)
  * GPUError (GPUMemoryError when out of memory) naming `call` (the runtime
  * function without its vendor prefix: "MallocAsync"), and return -1. */
 int pygpu_check(pygpu_state *st, pygpu_status status, const char *call);
+/* The door to the runtime for a forked child (fork.h): 0 if this process
+ * may call the runtime (noting that it does), else -1 with GPUError saying
+ * that the process forked after using the device. */
+int pygpu_fork_check(pygpu_state *st);
 /* A new cudaError_t object for `code`; new reference. */
 PyObject *pygpu_error_object(pygpu_state *st, int code);
 int pygpu_errors_init(PyObject *m, pygpu_state *st);
@@ -213,6 +219,13 @@ PyObject *pygpu_memory_new(pygpu_state *st, size_t nbytes, PyObject *stream);
 int pygpu_address_arg(pygpu_state *st, PyObject *obj, void **ptr, size_t *size);
 /* A byte count argument: a non-negative int; 0, or -1 with an exception. */
 int pygpu_size_arg(PyObject *obj, const char *what, size_t *out);
+/* Count a GPUArray that starts (delta 1) or stops (-1) using `mem`, its
+ * memory owner (anything: only DeviceAllocations count).  An allocation
+ * freed while arrays use it is given back when the last of them goes. */
+void pygpu_memory_view(PyObject *mem, int delta);
+/* 0 if an array whose owner is `mem` may touch its memory; -1 with
+ * ValueError when that is a DeviceAllocation that was freed. */
+int pygpu_memory_usable(PyObject *mem);
 int pygpu_memory_init(PyObject *m, pygpu_state *st);
 /* Give every block of the module's cache back to the pool. */
 void pygpu_cache_flush(pygpu_state *st);

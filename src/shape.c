@@ -32,15 +32,28 @@ int pygpu_shape_size(int nd, const ptrdiff_t *shape, ptrdiff_t *size)
     return PYGPU_SHAPE_OK;
 }
 
-int pygpu_shape_strides(int nd, const ptrdiff_t *shape, ptrdiff_t itemsize, int fortran,
-                        ptrdiff_t *strides)
+int pygpu_shape_nbytes(int nd, const ptrdiff_t *shape, ptrdiff_t itemsize, ptrdiff_t *nbytes)
 {
-    ptrdiff_t size;
+    ptrdiff_t size, nonzero = 1;
     int r = pygpu_shape_size(nd, shape, &size);
     if (r < 0)
         return r;
-    if (size > 0 && size > PTRDIFF_MAX / itemsize)
+    for (int i = 0; i < nd; i++)        /* (fits: pygpu_shape_size checked it) */
+        if (shape[i] > 0)
+            nonzero *= shape[i];
+    if (nonzero > PTRDIFF_MAX / itemsize)
         return PYGPU_SHAPE_OVERFLOW;
+    *nbytes = size * itemsize;
+    return PYGPU_SHAPE_OK;
+}
+
+int pygpu_shape_strides(int nd, const ptrdiff_t *shape, ptrdiff_t itemsize, int fortran,
+                        ptrdiff_t *strides)
+{
+    ptrdiff_t nbytes;
+    int r = pygpu_shape_nbytes(nd, shape, itemsize, &nbytes);
+    if (r < 0)
+        return r;
     ptrdiff_t s = itemsize;
     for (int k = 0; k < nd; k++) {
         int i = fortran ? k : nd - 1 - k;
@@ -85,6 +98,33 @@ void pygpu_shape_extent(int nd, const ptrdiff_t *shape, const ptrdiff_t *strides
     }
     *lo = a;
     *hi = b;
+}
+
+int pygpu_shape_extent_checked(int nd, const ptrdiff_t *shape, const ptrdiff_t *strides,
+                               ptrdiff_t itemsize, ptrdiff_t *lo, ptrdiff_t *hi)
+{
+    ptrdiff_t size, a = 0, span = itemsize;
+    int r = pygpu_shape_size(nd, shape, &size);
+    *lo = *hi = 0;
+    if (r < 0)
+        return r;
+    if (size == 0)
+        return PYGPU_SHAPE_OK;
+    for (int i = 0; i < nd; i++) {
+        if (shape[i] < 2)
+            continue;
+        if (strides[i] == PTRDIFF_MIN)
+            return PYGPU_SHAPE_OVERFLOW;
+        ptrdiff_t step = strides[i] < 0 ? -strides[i] : strides[i];
+        if (step > (PTRDIFF_MAX - span) / (shape[i] - 1))
+            return PYGPU_SHAPE_OVERFLOW;
+        span += step * (shape[i] - 1);          /* both stay below span */
+        if (strides[i] < 0)
+            a -= step * (shape[i] - 1);
+    }
+    *lo = a;
+    *hi = a + span;
+    return PYGPU_SHAPE_OK;
 }
 
 int pygpu_shape_reshape_view(int nd, const ptrdiff_t *shape, const ptrdiff_t *strides,

@@ -23,8 +23,13 @@ enum {
  * dims' product is an error even if another dim is 0, as in NumPy. */
 int pygpu_shape_size(int nd, const ptrdiff_t *shape, ptrdiff_t *size);
 
+/* *nbytes = size * itemsize; PYGPU_SHAPE_OVERFLOW when the byte count of
+ * the non-zero dims does not fit in ptrdiff_t (as NumPy: even if another
+ * dim is 0, so that the strides of an empty array are finite too). */
+int pygpu_shape_nbytes(int nd, const ptrdiff_t *shape, ptrdiff_t itemsize, ptrdiff_t *nbytes);
+
 /* Strides (bytes) of a contiguous array, C order or (fortran) F order;
- * fails if the byte count overflows. */
+ * fails as pygpu_shape_nbytes does. */
 int pygpu_shape_strides(int nd, const ptrdiff_t *shape, ptrdiff_t itemsize, int fortran,
                         ptrdiff_t *strides);
 
@@ -37,6 +42,12 @@ int pygpu_shape_is_contiguous(int nd, const ptrdiff_t *shape, const ptrdiff_t *s
  * for an empty array). */
 void pygpu_shape_extent(int nd, const ptrdiff_t *shape, const ptrdiff_t *strides,
                         ptrdiff_t itemsize, ptrdiff_t *lo, ptrdiff_t *hi);
+
+/* The same for a layout nobody checked yet (strides of any sign and size,
+ * shape not negative): PYGPU_SHAPE_OVERFLOW when the size, or the bytes
+ * between the lowest and the highest element, do not fit in ptrdiff_t. */
+int pygpu_shape_extent_checked(int nd, const ptrdiff_t *shape, const ptrdiff_t *strides,
+                               ptrdiff_t itemsize, ptrdiff_t *lo, ptrdiff_t *hi);
 
 /* If the elements of (shape, strides), read in C (or F) order, can be
  * viewed as new_shape without copying, write the new strides and return 1;

@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include "staging.h"
+#include "fork.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -155,23 +156,9 @@ static int ensure_workers(int n)
     return nworkers;
 }
 
-/* After fork the workers are gone: the child starts over. */
-static void after_fork_child(void)
-{
-    pthread_mutex_init(&job_mu, NULL);
-    pthread_mutex_init(&work_mu, NULL);
-    pthread_cond_init(&work_cv, NULL);
-    atomic_store(&sleepers, 0);
-    nworkers = 0;
-}
-
-static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
-static void register_fork(void) { pthread_atfork(NULL, NULL, after_fork_child); }
-
 /* Run fn(arg, k, nparts) for k in [0, nparts) on the workers and the caller. */
 static void run_parallel(part_fn fn, void *arg, int nparts)
 {
-    pthread_once(&fork_once, register_fork);
     if (nparts <= 1 || pthread_mutex_trylock(&job_mu) != 0) {
         for (int k = 0; k < nparts; k++)    /* alone: another job holds the workers */
             fn(arg, k, nparts);
@@ -370,7 +357,7 @@ static struct {
 static void engine_drop(void)
 {
     for (int b = 0; b < eng.depth; b++) {
-        if (eng.ev[b]) {
+        if (eng.ev[b] && !pygpu_fork_broken()) {   /* (a broken child leaves the parent's events alone) */
             if (eng.recorded[b])
                 pygpu_rt_event_synchronize(eng.ev[b]);
             pygpu_rt_event_destroy(eng.ev[b]);
@@ -408,6 +395,32 @@ static int engine_ready(const pygpu_transfer_config *c)
     eng.chunk = c->chunk;
     eng.device = dev;
     return 1;
+}
+
+void pygpu_staging_fork(enum pygpu_fork_phase phase)
+{
+    if (phase == PYGPU_FORK_PREPARE) {
+        pthread_mutex_lock(&config_mu);
+        return;
+    }
+    pthread_mutex_unlock(&config_mu);
+    if (phase != PYGPU_FORK_CHILD)
+        return;
+    /* The workers stayed in the parent, and so did any thread that was in
+     * a transfer: the child starts with no workers and, if the engine was
+     * busy, without its buffers (they stay "in use" in the child's pool). */
+    pthread_mutex_init(&job_mu, NULL);
+    pthread_mutex_init(&work_mu, NULL);
+    pthread_cond_init(&work_cv, NULL);
+    atomic_store(&sleepers, 0);
+    nworkers = 0;
+    if (pthread_mutex_trylock(&engine_mu) == 0) {
+        pthread_mutex_unlock(&engine_mu);
+    } else {
+        pthread_mutex_init(&engine_mu, NULL);
+        memset(&eng, 0, sizeof eng);
+        eng.device = -1;
+    }
 }
 
 void pygpu_staging_release(void)

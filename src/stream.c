@@ -62,6 +62,8 @@ PyObject *pygpu_current_stream(pygpu_state *st)
 
 int pygpu_stream_arg(pygpu_state *st, PyObject *obj, pygpu_stream_t *out)
 {
+    if (pygpu_fork_check(st) < 0)   /* (every transfer names its stream: the door for a forked child) */
+        return -1;
     if (obj == NULL || obj == Py_None) {
         PyObject *s = pygpu_current_stream(st);
         if (!s)
@@ -74,10 +76,23 @@ int pygpu_stream_arg(pygpu_state *st, PyObject *obj, pygpu_stream_t *out)
         *out = ((PyGPUStream *)obj)->handle;
         return 0;
     }
-    if (PyLong_Check(obj)) {
-        void *h = PyLong_AsVoidPtr(obj);
-        if (h == NULL && PyErr_Occurred())
+    if (PyLong_Check(obj) && !PyBool_Check(obj)) {
+        /* A raw handle (another library's stream): the caller keeps it alive. */
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+        if (v == -1 && PyErr_Occurred())
             return -1;
+        if (overflow < 0 || (!overflow && v < 0)) {
+            PyErr_Format(PyExc_ValueError, "stream handle %R is negative: a handle is an address (an int >= 0)",
+                         obj);
+            return -1;
+        }
+        void *h = PyLong_AsVoidPtr(obj);
+        if (h == NULL && PyErr_Occurred()) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_OverflowError, "stream handle %R does not fit in a pointer", obj);
+            return -1;
+        }
         *out = h;
         return 0;
     }
@@ -135,9 +150,12 @@ static PyObject *stream_new(PyTypeObject *tp, PyObject *args, PyObject *kwds)
         if (!PyLong_Check(prio_obj) || PyBool_Check(prio_obj))
             return PyErr_Format(PyExc_TypeError, "Stream priority must be an int, not %.100s",
                                 Py_TYPE(prio_obj)->tp_name);
-        long p = PyLong_AsLong(prio_obj);
+        int overflow = 0;
+        long p = PyLong_AsLongAndOverflow(prio_obj, &overflow);
         if (p == -1 && PyErr_Occurred())
             return NULL;
+        if (overflow)           /* clamped to the device's range, as any priority */
+            p = overflow < 0 ? INT_MIN : INT_MAX;
         priority = p < INT_MIN ? INT_MIN : p > INT_MAX ? INT_MAX : (int)p;
     }
     int dev = pygpu_current_device(st);
@@ -160,7 +178,7 @@ static void stream_dealloc(PyObject *self)
 {
     PyGPUStream *s = (PyGPUStream *)self;
     PyTypeObject *tp = Py_TYPE(self);
-    if (s->owned && s->handle) {
+    if (s->owned && s->handle && !pygpu_fork_broken()) {
         /* Pending work completes; the runtime releases the stream after it. */
         pygpu_rt_stream_destroy(s->handle);
         (void)pygpu_rt_get_last_error();
@@ -236,7 +254,7 @@ static PyObject *stream_synchronize(PyObject *self, PyObject *unused)
     pygpu_state *st = pygpu_state_of(self);
     pygpu_stream_t h = ((PyGPUStream *)self)->handle;
     pygpu_status s;
-    if (!st)
+    if (!st || pygpu_fork_check(st) < 0)
         return NULL;
     Py_BEGIN_ALLOW_THREADS
     s = pygpu_rt_stream_synchronize(h);
@@ -250,7 +268,7 @@ static PyObject *stream_query(PyObject *self, PyObject *unused)
 {
     (void)unused;
     pygpu_state *st = pygpu_state_of(self);
-    if (!st)
+    if (!st || pygpu_fork_check(st) < 0)
         return NULL;
     pygpu_status s = pygpu_rt_stream_query(((PyGPUStream *)self)->handle);
     if (pygpu_rt_is_not_ready(s)) {

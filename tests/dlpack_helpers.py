@@ -97,6 +97,22 @@ def shape_strides(m):
 
 _KIND_CODE = {"b": kDLBool, "i": kDLInt, "u": kDLUInt, "f": kDLFloat, "c": kDLComplex}
 
+# The structs of every capsule whose deleter has not run yet, by address:
+# a producer keeps its managed tensor alive until the consumer is done with
+# it, even when the producer object itself is gone.  The deleter is one
+# module-level function, so that no callback is freed while it runs.
+_LIVE = {}
+
+
+@DELETER_GIL
+def _deleter(ptr):
+    entry = _LIVE.pop(ptr, None)
+    if entry is not None:
+        entry[-1].deleted += 1
+
+
+_DELETER_ADDRESS = ctypes.cast(_deleter, ctypes.c_void_p).value
+
 
 class FakeProducer:
     """A DLPack producer over a NumPy array's memory, written with ctypes,
@@ -126,11 +142,6 @@ class FakeProducer:
         self.flags = flags
         self.version = version
         self.deleted = 0
-        self._keep = []
-        self._deleter = DELETER_GIL(self._delete)
-
-    def _delete(self, ptr):
-        self.deleted += 1
 
     def capsule(self):
         t = DLTensor()
@@ -145,12 +156,12 @@ class FakeProducer:
             strides = (ctypes.c_int64 * max(len(self.strides), 1))(*self.strides)
             t.strides = strides
         t.byte_offset = self.byte_offset
-        deleter = ctypes.cast(self._deleter, ctypes.c_void_p).value
+        deleter = _DELETER_ADDRESS
         if self.versioned:
             m = DLManagedTensorVersioned(DLPackVersion(*self.version), None, deleter, self.flags, t)
         else:
             m = DLManagedTensor(t, None, deleter)
-        self._keep += [shape, strides, m]
+        _LIVE[ctypes.addressof(m)] = (shape, strides, m, self)
         return _New(ctypes.addressof(m), self.name, _capsule_destructor)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):

@@ -57,6 +57,9 @@ const char *pygpu_rt_error_name(pygpu_status s);
 const char *pygpu_rt_error_string(pygpu_status s);
 int pygpu_rt_is_out_of_memory(pygpu_status s);
 int pygpu_rt_is_not_ready(pygpu_status s);
+/* 1 for the errors that leave the device context unusable (an illegal
+ * address or a failed launch in a kernel): every later call fails too. */
+int pygpu_rt_is_sticky(pygpu_status s);
 extern const pygpu_status PYGPU_RT_INVALID_VALUE;   /* the vendor's "invalid value" */
 extern const pygpu_status PYGPU_RT_OUT_OF_MEMORY;   /* and its "out of memory" */
 /* Return and clear the runtime's last (non-sticky) error. */

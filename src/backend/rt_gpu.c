@@ -54,6 +54,26 @@ const char *pygpu_rt_error_string(pygpu_status s) { return RT(GetErrorString)((r
 int pygpu_rt_is_out_of_memory(pygpu_status s) { return s == (pygpu_status)RT(ErrorMemoryAllocation); }
 int pygpu_rt_is_not_ready(pygpu_status s) { return s == (pygpu_status)RT(ErrorNotReady); }
 
+int pygpu_rt_is_sticky(pygpu_status s)
+{
+    switch (s) {
+    case RT(ErrorIllegalAddress):
+    case RT(ErrorAssert):
+    case RT(ErrorLaunchFailure):
+#if defined(PYGPU_BACKEND_CUDA)
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorECCUncorrectable:
+#endif
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 pygpu_status pygpu_rt_get_last_error(void) { return RT(GetLastError)(); }
 pygpu_status pygpu_rt_peek_last_error(void) { return RT(PeekAtLastError)(); }
 

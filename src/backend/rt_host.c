@@ -77,6 +77,7 @@ const char *pygpu_rt_error_string(pygpu_status s)
 
 int pygpu_rt_is_out_of_memory(pygpu_status s) { return s == H_MEMORY_ALLOCATION; }
 int pygpu_rt_is_not_ready(pygpu_status s) { return s == H_NOT_READY; }
+int pygpu_rt_is_sticky(pygpu_status s) { (void)s; return 0; }   /* no kernels here */
 
 /* The last error, per thread, as the runtimes keep it. */
 static _Thread_local pygpu_status last_error;

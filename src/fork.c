@@ -1,0 +1,60 @@
+/*
+ * fork.c -- the device runtime across fork(); see fork.h.
+ *
+ * The flag is set by a pthread_atfork child handler and read with one
+ * relaxed atomic load at the doors to the runtime (pygpu_fork_check in
+ * errors.c), so the check costs nothing in a process that never forks.
+ * The same handlers keep the locks of the pinned pool and of the transfer
+ * settings consistent over the fork, so that a child of the host backend
+ * (which survives fork) finds them usable.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "fork.h"
+#include "backend/rt.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+static atomic_int used;             /* this process has called the runtime */
+static atomic_int broken;           /* forked after the parent used a runtime that does not survive it */
+static int survives_fork;           /* the backend works in a forked child */
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void prepare(void)
+{
+    pygpu_staging_fork(PYGPU_FORK_PREPARE);
+    pygpu_pinned_fork(PYGPU_FORK_PREPARE);
+}
+
+static void parent(void)
+{
+    pygpu_pinned_fork(PYGPU_FORK_PARENT);
+    pygpu_staging_fork(PYGPU_FORK_PARENT);
+}
+
+static void child(void)
+{
+    pygpu_pinned_fork(PYGPU_FORK_CHILD);
+    pygpu_staging_fork(PYGPU_FORK_CHILD);
+    if (atomic_load(&used) && !survives_fork)
+        atomic_store(&broken, 1);
+}
+
+static void install(void)
+{
+    const char *rule = getenv("PYGPU_HOST_FORK_RULE");
+    survives_fork = !strcmp(pygpu_rt_vendor(), "host") && !(rule && !strcmp(rule, "gpu"));
+    pthread_atfork(prepare, parent, child);
+}
+
+void pygpu_fork_init(void) { pthread_once(&once, install); }
+
+void pygpu_fork_note_use(void)
+{
+    if (!atomic_load_explicit(&used, memory_order_relaxed))
+        atomic_store_explicit(&used, 1, memory_order_relaxed);
+}
+
+int pygpu_fork_broken(void) { return atomic_load_explicit(&broken, memory_order_relaxed); }

@@ -1,0 +1,30 @@
+/*
+ * fork.h -- the device runtime across fork() (fork.c).  Pure C.
+ *
+ * CUDA and HIP do not survive fork(): the child of a process that has used
+ * the device cannot use it.  The child is told so by a GPUError at the
+ * first call that would reach the device, rather than left to hang or
+ * crash in the runtime, and what it inherited from the parent (memory,
+ * streams, events: the parent's) is left alone when it dies.
+ */
+#ifndef PYGPU_FORK_H
+#define PYGPU_FORK_H
+
+/* Install the fork handlers, once per process (module init calls it). */
+void pygpu_fork_init(void);
+/* Note that this process has used the device runtime. */
+void pygpu_fork_note_use(void);
+/* 1 in a child forked after its parent had used the runtime of a backend
+ * that does not survive fork (CUDA and HIP; the host backend too when
+ * PYGPU_HOST_FORK_RULE=gpu, so that the rule can be tested without a GPU):
+ * the runtime must not be called, nor anything inherited freed through it. */
+int pygpu_fork_broken(void);
+
+/* What the other process-wide state does around fork: the pinned pool
+ * (pinned.c) and the staging machinery (staging.c) hold their locks over
+ * the fork and start the child with nothing in flight. */
+enum pygpu_fork_phase { PYGPU_FORK_PREPARE, PYGPU_FORK_PARENT, PYGPU_FORK_CHILD };
+void pygpu_pinned_fork(enum pygpu_fork_phase phase);
+void pygpu_staging_fork(enum pygpu_fork_phase phase);
+
+#endif /* PYGPU_FORK_H */

@@ -1,0 +1,198 @@
+"""Threads: eight Python threads transferring, slicing and exporting on
+shared arrays, each on its own stream, get the right results, with no
+deadlock (every join has a timeout, so a deadlock fails the test instead of
+hanging it), and blocking calls let other threads run (the GIL is released).
+
+The staging pipeline is forced on in small chunks, so that the threads
+contend for its engine and workers and for the pinned pool (process-wide
+state behind locks); one variant also turns on the block cache (module
+state, under the GIL).
+"""
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import pygpu
+
+HOST = pygpu.backend == "host"
+NTHREADS = 8
+ROUNDS = 25
+JOIN_TIMEOUT = 120
+
+
+@pytest.fixture
+def staging():
+    saved = pygpu.transfer_config()
+    pygpu.transfer_config(min_bytes=0, chunk=16 << 10, depth=3, threads=2)
+    yield
+    pygpu.transfer_config(**saved)
+
+
+def run_threads(target, n=NTHREADS):
+    """Start n threads on target(k) together; join with a timeout; re-raise
+    the first error."""
+    errors = []
+    barrier = threading.Barrier(n)
+
+    def body(k):
+        try:
+            barrier.wait(timeout=JOIN_TIMEOUT)
+            target(k)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append((k, e))
+
+    threads = [threading.Thread(target=body, args=(k,), daemon=True) for k in range(n)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + JOIN_TIMEOUT
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    hung = [t.name for t in threads if t.is_alive()]
+    assert not hung, f"deadlock: {hung} still running after {JOIN_TIMEOUT} s"
+    if errors:
+        k, e = errors[0]
+        raise AssertionError(f"thread {k} failed ({len(errors)} of {n} did)") from e
+
+
+def shared_work(shared_host, shared, out):
+    """Each thread reads slices of `shared`, writes its own rows of `out`,
+    moves its own arrays through the pipeline and exports through DLPack."""
+    rows = out.shape[0] // NTHREADS
+
+    def work(k):
+        rng = np.random.default_rng(k)
+        s = pygpu.Stream(non_blocking=bool(k & 1))
+        mine = rng.standard_normal((200, 130))
+        for r in range(ROUNDS):
+            # reading shared data, through views, on my stream
+            key = (slice(k, None, NTHREADS), slice(None, None, -(1 + r % 3)))
+            np.testing.assert_array_equal(shared[key].get(stream=s), shared_host[key])
+            np.testing.assert_array_equal(shared.T[::7].copy(stream=s).get(stream=s), shared_host.T[::7])
+            # writing my rows of a shared array
+            block = np.full((rows, out.shape[1]), k * 1000 + r, out.dtype)
+            out[k * rows:(k + 1) * rows] = block
+            out[k * rows:(k + 1) * rows:2].fill(k * 1000 + r, stream=s)
+            s.synchronize()
+            # my own data, up and down through the pipeline (strided both ways)
+            g = pygpu.to_gpu(mine, stream=s)
+            g[::2, 1::3] = mine[1::2, 2::3]
+            expect = mine.copy()
+            expect[::2, 1::3] = mine[1::2, 2::3]
+            np.testing.assert_array_equal(g.get(stream=s), expect)
+            # exports: DLPack out and back (and NumPy on the host backend)
+            v = pygpu.from_dlpack(g[3:, ::2])
+            np.testing.assert_array_equal(v.get(), expect[3:, ::2])
+            if HOST:
+                n = np.from_dlpack(shared[k::NTHREADS])
+                np.testing.assert_array_equal(n, shared_host[k::NTHREADS])
+                back = pygpu.from_dlpack(mine[::3])
+                np.testing.assert_array_equal(back.get(), mine[::3])
+            with s:
+                e = pygpu.Event().record()
+            e.synchronize()
+            del g, v
+    return work
+
+
+def test_eight_threads_shared_arrays(staging):
+    rng = np.random.default_rng(0)
+    shared_host = rng.standard_normal((NTHREADS * 12, 96))
+    shared = pygpu.to_gpu(shared_host)
+    out = pygpu.zeros((NTHREADS * 10, 64), np.int64)
+    in_use = pygpu.pinned_pool_stats()["in_use"]
+    run_threads(shared_work(shared_host, shared, out))
+    np.testing.assert_array_equal(shared.get(), shared_host)       # nobody wrote it
+    final = out.get()
+    for k in range(NTHREADS):
+        np.testing.assert_array_equal(final[k * 10:(k + 1) * 10], k * 1000 + ROUNDS - 1)
+    del final                       # (get() gave it pinned memory from the pool)
+    assert pygpu.pinned_pool_stats()["in_use"] == in_use
+
+
+THREADS_WITH_CACHE = r"""
+import sys
+sys.path.insert(0, %r)
+import numpy as np, pygpu, test_threads as t
+pygpu.transfer_config(min_bytes=0, chunk=16 << 10, depth=2, threads=3)
+rng = np.random.default_rng(1)
+host = rng.standard_normal((t.NTHREADS * 12, 96))
+shared, out = pygpu.to_gpu(host), pygpu.zeros((t.NTHREADS * 10, 64), np.int64)
+def small(k):                       # block-cache sized allocations, freed at once
+    for r in range(200):
+        a = pygpu.mem_alloc(512 + 64 * (r %% 8))
+        pygpu.memset_d8(a, k, a.size)
+        b = np.empty(a.size, np.uint8)
+        pygpu.memcpy_dtoh(b, a)
+        assert (b == k).all()
+t.run_threads(small)
+t.run_threads(t.shared_work(host, shared, out))
+print("ok")
+"""
+
+
+def test_eight_threads_with_the_block_cache(run_python):
+    import os
+    code = THREADS_WITH_CACHE % os.path.dirname(os.path.abspath(__file__))
+    env = {"PYGPU_BLOCK_CACHE": "1"}
+    if HOST:
+        env.update(PYGPU_BACKEND="host", PYGPU_HOST_MEMORY="1G")
+    proc = run_python(code, env=env, timeout=JOIN_TIMEOUT + 60)
+    assert proc.stdout.split()[-1] == "ok"
+
+
+def progress_during(call, seconds=0.05):
+    """How many times another Python thread got to run while call() ran
+    (and how long call() took)."""
+    count = 0
+    done = threading.Event()
+
+    def ticker():
+        nonlocal count
+        while not done.is_set():
+            count += 1
+            time.sleep(0)           # let the GIL go at once
+
+    t = threading.Thread(target=ticker, daemon=True)
+    t.start()
+    time.sleep(seconds)             # the ticker is running
+    before = count
+    t0 = time.perf_counter()
+    call()
+    took = time.perf_counter() - t0
+    ticks = count - before
+    done.set()
+    t.join(10)
+    return ticks, took
+
+
+@pytest.mark.parametrize("what", ["staged set", "staged get", "strided staged get", "direct copy",
+                                  "device copy"])
+def test_the_gil_is_released_while_data_moves(staging, what):
+    """A second thread keeps running while one thread moves 64 MiB: the
+    copies run without the GIL (taken back only between chunks)."""
+    a = np.ones(8 << 20, np.float64)
+    g = pygpu.empty(a.shape, np.float64)
+    if what == "direct copy":
+        pygpu.transfer_config(min_bytes=None)       # no pipeline: one runtime copy
+    calls = {"staged set": lambda: g.set(a), "staged get": lambda: g.get(),
+             "strided staged get": lambda: g[::2].get(), "direct copy": lambda: g.set(a),
+             "device copy": lambda: g.copy()}
+    calls[what]()                                   # warm: buffers made, pages touched
+    ticks, took = progress_during(calls[what])
+    # Holding the GIL for the whole call would allow no tick at all (or one).
+    assert ticks >= 3, f"{what}: another thread ran {ticks} times in {took * 1e3:.0f} ms"
+
+
+@pytest.mark.gpu_only
+def test_the_gil_is_released_while_waiting():
+    """synchronize(), Stream.synchronize() and Event.synchronize() wait
+    without the GIL (on a GPU they wait for real work)."""
+    g = pygpu.empty(1 << 28, np.uint8)
+    s = pygpu.Stream()
+    for wait in (pygpu.synchronize, s.synchronize, lambda: s.record().synchronize()):
+        for _ in range(4):
+            g.fill(1, stream=s)
+        ticks, took = progress_during(wait, 0.01)
+        assert ticks >= 1 or took < 0.005, (ticks, took)
