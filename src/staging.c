@@ -345,13 +345,15 @@ void pygpu_parallel_strided_copy(char *dst, const ptrdiff_t *dst_strides, const 
 /* ---- the engine: staging buffers, their events, one transfer at a time ---- */
 
 static pthread_mutex_t engine_mu = PTHREAD_MUTEX_INITIALIZER;
+#define WHOLE_CHUNKS 32
 static struct {
     int depth, device;
     size_t chunk;
     void *buf[MAX_DEPTH];
     pygpu_event_t ev[MAX_DEPTH];
     int recorded[MAX_DEPTH];
-} eng = {0, -1, 0, {0}, {0}, {0}};
+    pygpu_event_t whole[WHOLE_CHUNKS];  /* one per chunk of a whole-buffer transfer (d2h_whole) */
+} eng = {0, -1, 0, {0}, {0}, {0}, {0}};
 
 /* Wait for and free the buffers and events (engine_mu held). */
 static void engine_drop(void)
@@ -367,6 +369,11 @@ static void engine_drop(void)
         eng.ev[b] = NULL;
         eng.buf[b] = NULL;
         eng.recorded[b] = 0;
+    }
+    for (int k = 0; k < WHOLE_CHUNKS; k++) {
+        if (eng.whole[k] && !pygpu_fork_broken())
+            pygpu_rt_event_destroy(eng.whole[k]);
+        eng.whole[k] = NULL;
     }
     (void)pygpu_rt_get_last_error();
     eng.depth = 0;
@@ -669,6 +676,43 @@ static int schedule_next(schedule *s, ptrdiff_t *e, ptrdiff_t *cnt)
     return 1;
 }
 
+typedef struct {
+    ptrdiff_t e, cnt;           /* elements [e, e + cnt) */
+    char *at;                   /* their place in the staging buffers */
+} part_window;
+
+/* The chunks of a transfer of n elements laid out across the staging
+ * buffers without reuse (the schedule's chunks, cut where a buffer ends);
+ * their number, or 0 if the transfer does not fit (or needs too many). */
+static int whole_windows(ptrdiff_t n, ptrdiff_t itemsize, const pygpu_transfer_config *cfg, part_window *win)
+{
+    ptrdiff_t e, cnt, per_buf = (ptrdiff_t)eng.chunk / itemsize;
+    int nwin = 0;
+    if (per_buf < 1 || n > per_buf * eng.depth)
+        return 0;
+    schedule sch = schedule_of(n, (ptrdiff_t)chunk_bytes(cfg, (size_t)(n * itemsize)) / itemsize, itemsize);
+    while (schedule_next(&sch, &e, &cnt)) {
+        while (cnt > 0) {
+            ptrdiff_t b = e / per_buf, room = (b + 1) * per_buf - e, m = cnt < room ? cnt : room;
+            if (nwin == WHOLE_CHUNKS)
+                return 0;
+            win[nwin++] = (part_window){e, m, (char *)eng.buf[b] + (e - b * per_buf) * itemsize};
+            e += m;
+            cnt -= m;
+        }
+    }
+    return nwin;
+}
+
+/* Wait until no DMA of an earlier transfer uses the buffers. */
+static pygpu_status buffers_free(pygpu_staging_ctx *c)
+{
+    pygpu_status r = 0;
+    for (int b = 0; b < eng.depth && r == 0; b++)
+        r = buffer_free(c, b);
+    return r;
+}
+
 pygpu_status pygpu_staged_h2d(pygpu_staging_ctx *c, char *dev, pygpu_host_layout h, int *staged)
 {
     pygpu_transfer_config cfg;
@@ -703,6 +747,64 @@ typedef struct {
     ptrdiff_t e, cnt, off;      /* elements [e, e + cnt), device bytes from off */
 } window;
 
+/* Device to host when the whole transfer fits in the staging buffers
+ * (depth x chunk bytes): every chunk's DMA is queued at once, each into its
+ * own part of the buffers, and the workers copy each chunk out as soon as
+ * it has landed.  No buffer is reused, so the DMA never waits for the host.
+ * Measured on an H200 host: get(ary=pageable) of 64 MiB 0.78 -> 0.90-0.95
+ * of the link, 16 MiB 0.42 -> 0.56-0.64; bigger transfers keep the ring of
+ * buffers (a whole 256 MiB block this way ran at 0.71-0.78, the ring 0.88).
+ * *done = 0 when the transfer is not for this path. */
+static pygpu_status d2h_whole(pygpu_staging_ctx *c, pygpu_host_layout h, const char *dev,
+                              const pygpu_transfer_config *cfg, int *done)
+{
+    ptrdiff_t n = layout_size(&h);
+    size_t total = (size_t)(n * h.itemsize);
+    pygpu_status r;
+    part_window win[WHOLE_CHUNKS];
+    int nwin = whole_windows(n, h.itemsize, cfg, win), queued = 0, k;
+    if (!(*done = nwin > 0))
+        return 0;
+    r = buffers_free(c);
+    trace_note('b', 0, total);
+    for (k = 0; k < nwin && r == 0; k++) {
+        char *to = win[k].at;
+        if (!eng.whole[k] && (r = pygpu_rt_event_create(&eng.whole[k], PYGPU_EVENT_DISABLE_TIMING)) != 0)
+            c->call = "EventCreateWithFlags";
+        else if ((r = pygpu_rt_memcpy_async(to, dev + win[k].e * h.itemsize, (size_t)(win[k].cnt * h.itemsize),
+                                            PYGPU_COPY_D2H, c->stream)) != 0)
+            c->call = "MemcpyAsync";
+        else if ((r = pygpu_rt_event_record(eng.whole[k], c->stream)) != 0)
+            c->call = "EventRecord";
+        else
+            queued = k + 1;
+        trace_note('q', k, 0);
+    }
+    for (k = 0; k < queued && r == 0; k++) {
+        if ((r = pygpu_rt_event_synchronize(eng.whole[k])) != 0) {
+            c->call = "EventSynchronize";
+            break;
+        }
+        if (stop_now(c))
+            break;
+        trace_note('w', k, 0);
+        range_job j = {{h.ptr, h.strides, 0}, {win[k].at, NULL, 0}, h.shape, h.nd, h.itemsize, win[k].e, win[k].cnt,
+                       0};
+        parallel_range(&j, cfg->threads);
+        trace_note('c', k, (size_t)(win[k].cnt * h.itemsize));
+    }
+    trace_note('e', 0, 0);
+    trace_print("d2h (whole)");
+    if (queued > 0) {       /* nothing left in flight into the buffers */
+        pygpu_status w = pygpu_rt_event_synchronize(eng.whole[queued - 1]);
+        if (w != 0 && r == 0) {
+            r = w;
+            c->call = "EventSynchronize";
+        }
+    }
+    return r;
+}
+
 pygpu_status pygpu_staged_d2h(pygpu_staging_ctx *c, pygpu_host_layout h, const char *dev, int *staged)
 {
     pygpu_transfer_config cfg;
@@ -712,6 +814,12 @@ pygpu_status pygpu_staged_d2h(pygpu_staging_ctx *c, pygpu_host_layout h, const c
     if (!engine_take(&cfg, h.itemsize))
         return 0;
     *staged = 1;
+    int whole = 0;
+    r = d2h_whole(c, h, dev, &cfg, &whole);
+    if (whole) {
+        engine_give();
+        return r;
+    }
     ptrdiff_t n = layout_size(&h), per = (ptrdiff_t)chunk_bytes(&cfg, (size_t)(n * h.itemsize)) / h.itemsize;
     schedule sch = schedule_of(n, per, h.itemsize);
     int issued = 0, retired = 0, more = 1;
