@@ -402,6 +402,10 @@ static int run_copy(pygpu_state *st, void *dst, const void *src, size_t n,
 {
     ptrdiff_t shape = (ptrdiff_t)n, one = 1;
     pygpu_side d = {dst, &one, kind != PYGPU_COPY_D2H}, f = {(char *)src, &one, kind != PYGPU_COPY_H2D};
+    if (n > 0 && (!dst || !src)) {
+        PyErr_Format(PyExc_ValueError, "device address 0 is null: %zu bytes cannot be copied there", n);
+        return -1;
+    }
     return n == 0 ? 0 : pygpu_copy(st, d, f, 1, &shape, 1, s, async);
 }
 
@@ -486,6 +490,8 @@ static PyObject *fill_d8(PyObject *mod, PyObject *args, PyObject *kwds, int asyn
         pygpu_address_arg(st, dest, &dptr, &dsize) < 0 || pygpu_size_arg(n_obj, "nbytes", &n) < 0 ||
         pygpu_stream_arg(st, stream, &s) < 0 || fits(fn, "destination", n, dsize) < 0)
         return NULL;
+    if (n && !dptr)
+        return PyErr_Format(PyExc_ValueError, "device address 0 is null: %zu bytes cannot be set there", n);
     if (n) {
         Py_BEGIN_ALLOW_THREADS
         r = pygpu_rt_memset_async(dptr, value, n, s);

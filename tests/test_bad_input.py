@@ -93,10 +93,12 @@ def consumed_twice():
 
 
 def consumed_by_another():
-    cap = _keep(pygpu.zeros(3).__dlpack__())
-    m, delete = consume(cap)        # another consumer took it (and will delete it)
-    _keep(delete)
-    pygpu.from_dlpack(cap)
+    cap = pygpu.zeros(3).__dlpack__()
+    m, delete = consume(cap)        # another consumer took it (and deletes it when done)
+    try:
+        pygpu.from_dlpack(cap)
+    finally:
+        delete()
 
 
 class Producer:
@@ -394,7 +396,8 @@ case("memcpy_dtoh-huge-address", lambda: pygpu.memcpy_dtoh(bytearray(1), 2 ** 70
      "does not fit in a pointer")
 case("memcpy_dtoh-read-only", lambda: pygpu.memcpy_dtoh(b"1234", pygpu.mem_alloc(8)), BufferError,
      "not writable")
-case("memcpy_htod-null", lambda: pygpu.memcpy_htod(0, b"1234"), pygpu.GPUError, "InvalidValue")
+case("memcpy_htod-null", lambda: pygpu.memcpy_htod(0, b"1234"), ValueError, "device address 0 is null: 4 bytes")
+case("memset_d8-null", lambda: pygpu.memset_d8(0, 1, 8), ValueError, "device address 0 is null")
 case("memset_d8-value-big", lambda: pygpu.memset_d8(pygpu.mem_alloc(8), 300, 8), OverflowError,
      "greater than maximum")
 case("memset_d8-value-negative", lambda: pygpu.memset_d8(pygpu.mem_alloc(8), -1, 8), OverflowError,
