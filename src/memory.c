@@ -93,8 +93,9 @@ void pygpu_cache_flush(pygpu_state *st)
 static pygpu_status release(PyGPUMemory *m)
 {
     pygpu_status s = 0;
-    if (!m->ptr) {
+    if (!m->ptr) {              /* (nothing allocated: zero bytes, or it failed) */
         m->freed = 1;
+        Py_CLEAR(m->stream_ref);
         return 0;
     }
     /* (a DeviceAllocation's type is always this module's: no error to clear) */

@@ -106,6 +106,10 @@ def phase_streams(i):
         g.fill(3)
         e1.record()
     s.wait_event(e1)
+    z = pygpu.mem_alloc(0, stream=s)                # (holds s: an empty allocation must let it go)
+    with s:
+        z2 = pygpu.mem_alloc(0)
+    del z, z2
     s.synchronize()
     assert e0.query() and s.query()
     e2 = s.record()
