@@ -40,11 +40,13 @@ PyObject *pygpu_array_wrap(pygpu_state *st, PyTypeObject *tp, PyArray_Descr *des
     a->mem = Py_NewRef(mem ? mem : Py_None);
     pygpu_memory_view(a->mem, 1);
     a->base = Py_XNewRef(base);
-    memcpy(GA_SHAPE(a), shape, (size_t)nd * sizeof(ptrdiff_t));
-    if (strides)
-        memcpy(GA_STRIDES(a), strides, (size_t)nd * sizeof(ptrdiff_t));
-    else
-        pygpu_shape_strides(nd, shape, itemsize, 0, GA_STRIDES(a));
+    if (nd > 0) {               /* (0-d: shape and strides may be NULL, which memcpy may not take) */
+        memcpy(GA_SHAPE(a), shape, (size_t)nd * sizeof(ptrdiff_t));
+        if (strides)
+            memcpy(GA_STRIDES(a), strides, (size_t)nd * sizeof(ptrdiff_t));
+        else
+            pygpu_shape_strides(nd, shape, itemsize, 0, GA_STRIDES(a));
+    }
     a->flags = layout_flags(nd, GA_SHAPE(a), GA_STRIDES(a), itemsize) | (writeable ? PYGPU_WRITEABLE : 0);
     a->shape_tuple = pygpu_tuple_of(shape, nd);
     a->ptr_int = a->shape_tuple ? PyLong_FromVoidPtr(data) : NULL;

@@ -86,7 +86,7 @@ static PyObject *index_view(PyGPUArray *a, PyObject *key)
     if (used > a->nd)
         return PyErr_Format(PyExc_IndexError, "too many indices for array: array is %d-dimensional, "
                             "but %d were indexed", a->nd, used);
-    char *data = a->data;
+    ptrdiff_t offset = 0;       /* bytes from a->data (which is NULL for some empty arrays) */
     for (int i = 0; i <= n; i++) {
         entry *e = &entries[i];
         if (i == n || e->kind == E_ELLIPSIS) {
@@ -113,7 +113,7 @@ static PyObject *index_view(PyGPUArray *a, PyObject *key)
             if (k < 0 || k >= len)
                 return PyErr_Format(PyExc_IndexError, "index %zd is out of bounds for axis %d with size %zd",
                                     e->value, axis, len);
-            data += k * stride;
+            offset += k * stride;
         } else {
             Py_ssize_t start, stop, step;
             if (PySlice_Unpack(e->slice, &start, &stop, &step) < 0)
@@ -122,13 +122,15 @@ static PyObject *index_view(PyGPUArray *a, PyObject *key)
             if (nd >= PYGPU_MAXDIMS)
                 goto too_many;
             if (count > 0)
-                data += start * stride;
+                offset += start * stride;
             shape[nd] = count;
-            strides[nd++] = stride * step;
+            /* With one element or none, stride * step may overflow (a[::2**62]): it
+             * wraps as NumPy's does, in unsigned arithmetic, where wrapping is defined. */
+            strides[nd++] = (ptrdiff_t)((size_t)stride * (size_t)step);
         }
         axis++;
     }
-    return pygpu_array_view(a, nd, shape, strides, data, NULL);
+    return pygpu_array_view(a, nd, shape, strides, (char *)((uintptr_t)a->data + (uintptr_t)offset), NULL);
 too_many:
     return PyErr_Format(PyExc_IndexError, "the index gives more than %d dimensions", PYGPU_MAXDIMS);
 }

@@ -87,8 +87,8 @@ PyObject *pygpu_array_get(PyGPUArray *a, PyObject *out, PyObject *stream, int pa
         if (!PyArray_EquivTypes(PyArray_DESCR(o), a->descr))
             return PyErr_Format(PyExc_TypeError, "get(ary=...): ary has dtype %R but the array has %R",
                                 (PyObject *)PyArray_DESCR(o), (PyObject *)a->descr);
-        if (PyArray_NDIM(o) != a->nd ||
-            memcmp(PyArray_SHAPE(o), GA_SHAPE(a), (size_t)a->nd * sizeof(ptrdiff_t)) != 0) {
+        if (PyArray_NDIM(o) != a->nd ||     /* (a 0-d array's shape may be NULL: no memcmp) */
+            (a->nd > 0 && memcmp(PyArray_SHAPE(o), GA_SHAPE(a), (size_t)a->nd * sizeof(ptrdiff_t)) != 0)) {
             PyObject *want = shape_repr(GA_SHAPE(a), a->nd), *got = shape_repr(PyArray_SHAPE(o), PyArray_NDIM(o));
             if (want && got)
                 PyErr_Format(PyExc_ValueError, "get(ary=...): ary has shape %U but the array has %U", got, want);

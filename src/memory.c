@@ -93,8 +93,9 @@ void pygpu_cache_flush(pygpu_state *st)
 static pygpu_status release(PyGPUMemory *m)
 {
     pygpu_status s = 0;
-    if (!m->ptr) {
+    if (!m->ptr) {              /* (nothing allocated: zero bytes, or it failed) */
         m->freed = 1;
+        Py_CLEAR(m->stream_ref);
         return 0;
     }
     /* (a DeviceAllocation's type is always this module's: no error to clear) */
@@ -411,6 +412,10 @@ static int run_copy(pygpu_state *st, void *dst, int ddev, const void *src, int s
 {
     ptrdiff_t shape = (ptrdiff_t)n, one = 1;
     pygpu_side d = {dst, &one, kind != PYGPU_COPY_D2H, ddev}, f = {(char *)src, &one, kind != PYGPU_COPY_H2D, sdev};
+    if (n > 0 && (!dst || !src)) {
+        PyErr_Format(PyExc_ValueError, "device address 0 is null: %zu bytes cannot be copied there", n);
+        return -1;
+    }
     return n == 0 ? 0 : pygpu_copy(st, d, f, 1, &shape, 1, s, async);
 }
 
@@ -529,7 +534,11 @@ static PyObject *fill_d8(PyObject *mod, PyObject *args, PyObject *kwds, int asyn
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "ObO|O", kwlist, &dest, &value, &n_obj, &stream) ||
         pygpu_address_arg(st, dest, &dptr, &dsize) < 0 || pygpu_size_arg(n_obj, "nbytes", &n) < 0 ||
         pygpu_stream_for(st, stream, dev = address_device(st, dest), "allocation", &s) < 0 ||
-        fits(fn, "destination", n, dsize) < 0 || (dev >= 0 && pygpu_device_enter(st, dev, &prev) < 0))
+        fits(fn, "destination", n, dsize) < 0)
+        return NULL;
+    if (n && !dptr)
+        return PyErr_Format(PyExc_ValueError, "device address 0 is null: %zu bytes cannot be set there", n);
+    if (dev >= 0 && pygpu_device_enter(st, dev, &prev) < 0)
         return NULL;
     if (n) {
         Py_BEGIN_ALLOW_THREADS

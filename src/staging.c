@@ -81,6 +81,7 @@ static pthread_mutex_t job_mu = PTHREAD_MUTEX_INITIALIZER;    /* one job at a ti
 static pthread_mutex_t work_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t work_cv = PTHREAD_COND_INITIALIZER;
 static int nworkers;
+static atomic_int alive, quitting;      /* workers running; set at exit: they stop */
 static atomic_ulong job_gen;
 static atomic_int sleepers;
 static part_fn job_fn;
@@ -112,8 +113,8 @@ static void *worker_main(void *unused)
 {
     (void)unused;
     unsigned long seen = atomic_load(&job_gen);
-    for (;;) {
-        for (int i = 0; i < SPIN_ROUNDS && atomic_load(&job_gen) == seen; i++) {
+    while (!atomic_load(&quitting)) {
+        for (int i = 0; i < SPIN_ROUNDS && atomic_load(&job_gen) == seen && !atomic_load(&quitting); i++) {
             if (atomic_load(&hot) > 0) {
                 i = 0;
                 cpu_relax();
@@ -126,7 +127,7 @@ static void *worker_main(void *unused)
         if (atomic_load(&job_gen) == seen) {
             pthread_mutex_lock(&work_mu);
             atomic_fetch_add(&sleepers, 1);
-            while (atomic_load(&job_gen) == seen && atomic_load(&hot) == 0)
+            while (atomic_load(&job_gen) == seen && atomic_load(&hot) == 0 && !atomic_load(&quitting))
                 pthread_cond_wait(&work_cv, &work_mu);
             atomic_fetch_sub(&sleepers, 1);
             pthread_mutex_unlock(&work_mu);
@@ -134,23 +135,46 @@ static void *worker_main(void *unused)
         seen = atomic_load(&job_gen);
         run_parts();
     }
+    atomic_fetch_sub(&alive, 1);
     return NULL;
+}
+
+/* At exit the workers stop, and are waited for (a second at most), so that
+ * nothing runs while the process is torn down (LeakSanitizer's check at
+ * exit, for one, stops every thread and crashed on a spinning worker).  A
+ * transfer still running in a daemon thread finishes its parts itself. */
+static void stop_workers(void)
+{
+    atomic_store(&quitting, 1);
+    pthread_mutex_lock(&work_mu);
+    pthread_cond_broadcast(&work_cv);
+    pthread_mutex_unlock(&work_mu);
+    for (int i = 0; i < 1000 && atomic_load(&alive) > 0; i++) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
 }
 
 /* Start workers up to `n` (job_mu held); returns how many there are. */
 static int ensure_workers(int n)
 {
+    static int at_exit;
     if (n > MAX_THREADS - 1)
         n = MAX_THREADS - 1;
-    while (nworkers < n) {
+    if (!at_exit && atexit(stop_workers) == 0)
+        at_exit = 1;
+    while (nworkers < n && !atomic_load(&quitting)) {
         pthread_t t;
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        atomic_fetch_add(&alive, 1);
         int r = pthread_create(&t, &attr, worker_main, NULL);
         pthread_attr_destroy(&attr);
-        if (r != 0)
+        if (r != 0) {
+            atomic_fetch_sub(&alive, 1);
             break;
+        }
         nworkers++;
     }
     return nworkers;
@@ -420,6 +444,7 @@ void pygpu_staging_fork(enum pygpu_fork_phase phase)
     pthread_mutex_init(&work_mu, NULL);
     pthread_cond_init(&work_cv, NULL);
     atomic_store(&sleepers, 0);
+    atomic_store(&alive, 0);
     nworkers = 0;
     if (pthread_mutex_trylock(&engine_mu) == 0) {
         pthread_mutex_unlock(&engine_mu);

@@ -27,7 +27,7 @@ import pytest
 import pygpu
 
 HOST = pygpu.backend == "host"
-ROUNDS = 200
+ROUNDS = int(os.environ.get("PYGPU_LEAK_ROUNDS", "200"))      # (fewer under the sanitizers: test_sanitizers.py)
 MiB = 1 << 20
 PRELUDE = "import sys; sys.path.insert(0, %r)\n" % os.path.dirname(os.path.abspath(__file__))
 
@@ -39,7 +39,7 @@ from dlpack_helpers import FakeProducer, READ_ONLY
 
 warnings.simplefilter("ignore")
 HOST = pygpu.backend == "host"
-ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else %(rounds)d
+ROUNDS = %(rounds)d
 pygpu.transfer_config(min_bytes=0, chunk=16 << 10, depth=3, threads=2)
 rng = np.random.default_rng(1)
 src = rng.standard_normal((96, 80))
@@ -106,6 +106,10 @@ def phase_streams(i):
         g.fill(3)
         e1.record()
     s.wait_event(e1)
+    z = pygpu.mem_alloc(0, stream=s)                # (holds s: an empty allocation must let it go)
+    with s:
+        z2 = pygpu.mem_alloc(0)
+    del z, z2
     s.synchronize()
     assert e0.query() and s.query()
     e2 = s.record()
@@ -207,6 +211,7 @@ for name in ("dlpack", "raw", "streams", "staged", "errors", "lowlevel"):
     after = measure()
     report[name] = {k: (after[k] - before[k]) if not isinstance(before[k], list)
                     else [b - a for a, b in zip(before[k], after[k])] for k in before}
+tracemalloc.stop()
 print(json.dumps({"rounds": ROUNDS, "phases": report}))
 """
 

@@ -1,0 +1,82 @@
+"""The C unit tests (tests/c/) of PyGPU's pure-C code: the layout arithmetic
+(src/shape.c) and the DLPack tensor checks (src/dlpack_check.c).
+
+Each is built with the system's C compiler (-Wall -Wextra -Werror) and run
+three ways: plainly, under valgrind memcheck (--error-exitcode=1
+--leak-check=full; skipped when valgrind is not installed), and built with
+-fsanitize=address,undefined (skipped when the compiler cannot).
+"""
+import os
+import shutil
+import subprocess
+import sysconfig
+
+import pytest
+
+HERE = os.path.dirname(os.path.realpath(__file__))   # (the repository, also from a linked build folder)
+ROOT = os.path.dirname(HERE)
+SRC = os.path.join(ROOT, "src")
+UNITS = {
+    "test_shape": ["src/shape.c"],
+    "test_dlpack_check": ["src/dlpack_check.c", "src/shape.c"],
+}
+CC = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer"]
+
+
+def build(tmp_path, unit, extra=()):
+    if not CC:
+        pytest.skip("no C compiler")
+    exe = tmp_path / (unit + ("-san" if extra else ""))
+    cmd = [CC, "-std=c11", "-g", "-O1", "-Wall", "-Wextra", "-Werror", *extra, "-I" + SRC,
+           os.path.join(HERE, "c", unit + ".c"), *[os.path.join(ROOT, s) for s in UNITS[unit]], "-o", str(exe)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0 and extra:
+        pytest.skip(f"{CC} cannot build with {' '.join(extra)}: {proc.stderr.strip()[-300:]}")
+    assert proc.returncode == 0, proc.stderr
+    return str(exe)
+
+
+def run(cmd, env=None):
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, f"{' '.join(cmd)} exited with {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    assert " 0 failed" in proc.stdout, proc.stdout
+    return proc
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """unit -> its plain build (made once)."""
+    cache = {}
+
+    def get(unit):
+        if unit not in cache:
+            cache[unit] = build(tmp_path_factory.mktemp(unit), unit)
+        return cache[unit]
+    return get
+
+
+@pytest.mark.parametrize("unit", sorted(UNITS))
+def test_c_unit(built, unit):
+    run([built(unit)])
+
+
+@pytest.mark.parametrize("unit", sorted(UNITS))
+def test_c_unit_under_valgrind(built, unit):
+    valgrind = shutil.which("valgrind")
+    if not valgrind:
+        pytest.skip("valgrind is not installed (.ci/run installs it)")
+    exe = built(unit)
+    proc = run([valgrind, "-q", "--error-exitcode=1", "--leak-check=full", "--errors-for-leak-kinds=definite,indirect",
+                exe])
+    assert "ERROR SUMMARY" not in proc.stderr or "0 errors" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("unit", sorted(UNITS))
+def test_c_unit_with_sanitizers(tmp_path, unit):
+    if sysconfig.get_platform().startswith("win"):
+        pytest.skip("sanitizers: not on this platform")
+    exe = build(tmp_path, unit, SANITIZE)
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS", "LSAN_OPTIONS")}
+    env["ASAN_OPTIONS"] = "detect_leaks=1"
+    run([exe], env=env)

@@ -1,0 +1,52 @@
+"""The host backend under AddressSanitizer, LeakSanitizer and
+UndefinedBehaviorSanitizer, in CI: tools/asan.sh builds it (into
+build/asan) and runs a part of the suite against that build.
+
+The whole suite takes about two minutes that way (`bash tools/asan.sh`);
+here, within CI's budget, the tests that reach the most C with bad input,
+DLPack capsules, leaks and faults run, each in a fresh interpreter whose
+exit a leak fails.  Skipped when the compiler cannot build with the
+sanitizers, or when this run already is a sanitized one.
+"""
+import os
+import shutil
+import subprocess
+
+import pytest
+
+import pygpu
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "tools", "asan.sh")
+
+# The part of the suite that runs here: every entry point with bad input,
+# DLPack both ways (hostile producers, consumed capsules, deleters), the
+# leak loops (in a fresh interpreter, whose exit is checked for leaks; 20
+# rounds a phase here), and the out-of-memory and interrupt faults.  The
+# rest (the fuzzing, the threads, fork...) runs in the full sanitized run.
+SUBSET = [
+    "tests/test_bad_input.py",
+    "tests/test_dlpack.py",
+    "tests/test_leaks.py",
+    "tests/test_faults.py::test_out_of_memory_mid_operation_host",
+    "tests/test_faults.py::test_interrupt_stops_staged_transfers_cleanly",
+]
+
+
+def test_host_backend_under_asan_and_ubsan():
+    if pygpu.backend != "host":
+        pytest.skip("the sanitized build is of the host backend")
+    if os.environ.get("LD_PRELOAD", "").find("asan") >= 0 or "asan" in os.path.abspath(pygpu.__file__):
+        pytest.skip("this run is the sanitized one already")
+    if not shutil.which("bash"):
+        pytest.skip("tools/asan.sh needs bash")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYGPU_", "ASAN_", "LSAN_", "UBSAN_"))}
+    env["PYGPU_LEAK_ROUNDS"] = "20"
+    proc = subprocess.run(["bash", SCRIPT, *SUBSET, "-q", "-x"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    if proc.returncode == 77:
+        pytest.skip(proc.stderr.strip())
+    tail = (proc.stdout[-6000:] + "\n" + proc.stderr[-6000:]).strip()
+    assert proc.returncode == 0, f"tools/asan.sh exited with {proc.returncode}:\n{tail}"
+    assert "ERROR: AddressSanitizer" not in tail and "runtime error:" not in tail, tail
+    assert "ERROR: LeakSanitizer" not in tail, tail
