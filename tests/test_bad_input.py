@@ -80,11 +80,23 @@ def producer(**kw):
 
 
 def capsule_of(**kw):
-    """from_dlpack of one capsule of a FakeProducer saying `kw` (both kept)."""
+    """from_dlpack of a capsule of a FakeProducer saying `kw`.  The capsule
+    dies before the exception is raised on: its destructor is Python code
+    (ctypes), which must run neither with an exception pending nor at
+    interpreter exit."""
     p = _keep(FakeProducer(sample(), **kw))
-    i = len(_kept)
-    _keep(p.capsule())
-    return lambda: pygpu.from_dlpack(_kept[i])     # (no closure keeps the capsule: see _release_kept)
+
+    def call():
+        cap = p.capsule()
+        try:
+            pygpu.from_dlpack(cap)
+            error = None
+        except Exception as e:  # noqa: BLE001 - raised again below
+            error = e
+        del cap
+        if error is not None:
+            raise error
+    return call
 
 
 def consumed_twice():
