@@ -36,8 +36,14 @@ def g34():
 
 
 def read_only():
-    """A read-only GPUArray: an import of a producer that flags READ_ONLY."""
-    return pygpu.from_dlpack(_keep(FakeProducer(np.arange(4.0), flags=READ_ONLY)))
+    """A read-only GPUArray: an import of a producer that flags its memory
+    read-only (a host DLPack tensor on the host backend; on a GPU, where such
+    a tensor would be copied, a __cuda_array_interface__ saying so)."""
+    if HOST:
+        return pygpu.from_dlpack(_keep(FakeProducer(np.arange(4.0), flags=READ_ONLY)))
+    src = _keep(pygpu.to_gpu(np.arange(4.0)))
+    cai = dict(src.__cuda_array_interface__, data=(src.ptr, True))
+    return pygpu.asarray(_keep(type("ReadOnlyCAI", (), {"__cuda_array_interface__": cai})()))
 
 
 _kept = []

@@ -352,6 +352,8 @@ def test_interrupt_stops_staged_transfers_cleanly(staged_small, direction):
     pipeline stop as cleanly: between chunks (well before the transfer
     would have ended), the staging buffers free for the next transfer,
     which is correct."""
+    if direction == "get" and pygpu.backend != "host":
+        pytest.skip("get() of a new array is one DMA into page-locked memory on a GPU, not staged")
     n = 32 << 20
     a = (np.arange(n) % 251).astype(np.uint8)
     g = pygpu.to_gpu(a)

@@ -182,7 +182,9 @@ def test_the_gil_is_released_while_data_moves(staging, what):
     calls[what]()                                   # warm: buffers made, pages touched
     ticks, took = progress_during(calls[what])
     # Holding the GIL for the whole call would allow no tick at all (or one).
-    assert ticks >= 3, f"{what}: another thread ran {ticks} times in {took * 1e3:.0f} ms"
+    # (On a GPU a device copy only queues the work: it returns in microseconds.)
+    assert ticks >= 3 or (what == "device copy" and took < 0.005), \
+        f"{what}: another thread ran {ticks} times in {took * 1e3:.0f} ms"
 
 
 @pytest.mark.gpu_only
