@@ -328,35 +328,45 @@ static int copy_order(PyGPUArray *a, PyObject *order)
     return o;
 }
 
+/* A dense copy of `a` in `fortran` order on the device named by `device`
+ * (None: a's own), for copy() and to_device(); with `self_if_there`, a
+ * itself when it is on that device already.  New reference. */
+static PyObject *copy_to_device(PyGPUArray *a, int fortran, PyObject *device, PyObject *stream, int self_if_there)
+{
+    pygpu_state *st = pygpu_state_of((PyObject *)a);
+    pygpu_stream_t s;
+    int dev = a->device;
+    if (!st || (device != Py_None && pygpu_device_arg(st, device, "device", &dev) < 0) ||
+        pygpu_stream_for(st, stream, dev, "copy", &s) < 0)
+        return NULL;
+    if (self_if_there && dev == a->device)
+        return Py_NewRef((PyObject *)a);
+    return dense_copy(st, a, fortran, s, stream, dev);
+}
+
 static PyObject *array_copy(PyObject *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"order", "stream", "device", NULL};
     PyObject *order = NULL, *stream = Py_None, *device = Py_None;
-    pygpu_state *st = pygpu_state_of(self);
-    pygpu_stream_t s;
-    int fortran, dev = SELF->device;
-    if (!st || !PyArg_ParseTupleAndKeywords(args, kwds, "|O$OO:copy", kwlist, &order, &stream, &device) ||
-        (fortran = copy_order(SELF, order)) < 0 ||
-        (device != Py_None && pygpu_device_arg(st, device, "device", &dev) < 0) ||
-        pygpu_stream_for(st, stream, dev, "copy", &s) < 0)
+    int fortran;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O$OO:copy", kwlist, &order, &stream, &device) ||
+        (fortran = copy_order(SELF, order)) < 0)
         return NULL;
-    return dense_copy(st, SELF, fortran, s, stream, dev);
+    return copy_to_device(SELF, fortran, device, stream, 0);
 }
 
 static PyObject *array_to_device(PyObject *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"device", "stream", NULL};
     PyObject *device, *stream = Py_None;
-    pygpu_state *st = pygpu_state_of(self);
-    pygpu_stream_t s;
-    int dev;
-    if (!st || !PyArg_ParseTupleAndKeywords(args, kwds, "O|$O:to_device", kwlist, &device, &stream) ||
-        pygpu_device_arg(st, device, "device", &dev) < 0 || pygpu_stream_for(st, stream, dev, "copy", &s) < 0)
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$O:to_device", kwlist, &device, &stream))
         return NULL;
-    if (dev == SELF->device)
-        return Py_NewRef(self);
+    if (device == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "to_device() needs a device (a pygpu.Device or an int ordinal), not None");
+        return NULL;
+    }
     int fortran = (SELF->flags & PYGPU_F_CONTIGUOUS) && !(SELF->flags & PYGPU_C_CONTIGUOUS);
-    return dense_copy(st, SELF, fortran, s, stream, dev);
+    return copy_to_device(SELF, fortran, device, stream, 1);
 }
 
 static PyObject *array_fill(PyObject *self, PyObject *args, PyObject *kwds)
