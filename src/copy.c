@@ -602,8 +602,12 @@ static pygpu_status cross_device(ctx *c, pygpu_side dst, pygpu_side src, int nd,
                 : staged_cross(c, to, ddev, from, sdev, n);
     if (r == 0 && !dense_to)
         r = device_pass(c, &p, 0, dst.ptr + p.offset[0], dtmp.dev, itemsize, 0);
+    /* Done (or failed part way): nothing queued may still read the temporaries. */
+    pygpu_status w = pygpu_rt_set_device(ddev);
+    if (w == 0)
+        w = pygpu_rt_stream_synchronize(c->s);
     if (r == 0)
-        r = note(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize");
+        r = note(c, w, "StreamSynchronize");
     if (ready)
         (void)pygpu_rt_event_destroy(ready);
     r = temps_free(c, &dtmp, r);
