@@ -118,6 +118,9 @@ def cuda_aware():
     return _aware
 
 
+_library_cuda_aware = cuda_aware     # (Comm's argument of that name hides the function)
+
+
 def local_rank(comm=None):
     """This process's rank among the processes of its node."""
     MPI = _mpi()
@@ -203,7 +206,7 @@ class Comm:
         if isinstance(comm, Comm):
             comm = comm.comm
         self.comm = comm
-        self.cuda_aware = globals()["cuda_aware"]() if cuda_aware is None else bool(cuda_aware)
+        self.cuda_aware = _library_cuda_aware() if cuda_aware is None else bool(cuda_aware)
 
     def __getattr__(self, name):
         return getattr(self.comm, name)

@@ -480,11 +480,17 @@ int pygpu_peer_usable(int dst, int src)
     pygpu_transfer_config_get(&cfg);
     if (!cfg.peer)
         return 0;
+    int there = 0, back = 0;        /* 1 enabled, -1 refused, 0 not asked */
     pthread_mutex_lock(&peer_mu);
-    int known = peer_in_range(dst, src) ? peer_state[dst][src] + 2 * peer_state[src][dst] : 0;
+    if (peer_in_range(dst, src)) {
+        there = peer_state[dst][src];
+        back = peer_state[src][dst];
+    }
     pthread_mutex_unlock(&peer_mu);
-    if (known == 3)
+    if (there == 1 && back == 1)
         return 1;
+    if (there == -1 || back == -1)  /* refused once: not asked again on every copy */
+        return 0;
     if (pygpu_peer_enable(dst, src) == 0 && pygpu_peer_enable(src, dst) == 0)
         return 1;
     (void)pygpu_rt_get_last_error();

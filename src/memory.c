@@ -142,12 +142,13 @@ PyObject *pygpu_memory_new(pygpu_state *st, size_t nbytes, PyObject *stream)
     int dev = pygpu_current_device(st);
     if (dev < 0)
         return NULL;
-    if (stream == NULL || stream == Py_None) {
+    if (stream == NULL || stream == Py_None) {      /* (one lookup: the handle and the Stream kept) */
         if (!(stream = cur = pygpu_current_stream(st)))
             return NULL;
-    }
-    if (pygpu_stream_for(st, cur ? NULL : stream, dev, "allocation", &h) < 0)
+        h = pygpu_current_stream_on(cur, dev);
+    } else if (pygpu_stream_for(st, stream, dev, "allocation", &h) < 0) {
         goto done;
+    }
     m = (PyGPUMemory *)st->Memory->tp_alloc(st->Memory, 0);
     if (!m)
         goto done;

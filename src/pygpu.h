@@ -198,6 +198,9 @@ int pygpu_stream_arg(pygpu_state *st, PyObject *obj, pygpu_stream_t *out);
  * of another device is a ValueError naming both devices and `what` (the
  * object the work is for: "array").  `dev` -1: as pygpu_stream_arg. */
 int pygpu_stream_for(pygpu_state *st, PyObject *obj, int dev, const char *what, pygpu_stream_t *out);
+/* The handle that `current` (the current Stream, from pygpu_current_stream)
+ * stands for in work on device `dev`: its own, or dev's legacy stream. */
+pygpu_stream_t pygpu_current_stream_on(PyObject *current, int dev);
 /* Push `item` on the context-variable chain `var`; pop returns the item
  * (new reference) or NULL with RuntimeError if the chain is empty. */
 int pygpu_ctxstack_push(PyObject *var, PyObject *item);

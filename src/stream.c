@@ -101,15 +101,21 @@ int pygpu_stream_arg(pygpu_state *st, PyObject *obj, pygpu_stream_t *out)
     return -1;
 }
 
+pygpu_stream_t pygpu_current_stream_on(PyObject *current, int dev)
+{
+    PyGPUStream *s = (PyGPUStream *)current;
+    return s->device >= 0 && s->device != dev ? PYGPU_STREAM_NULL : s->handle;
+}
+
 int pygpu_stream_for(pygpu_state *st, PyObject *obj, int dev, const char *what, pygpu_stream_t *out)
 {
     if (dev < 0)
         return pygpu_stream_arg(st, obj, out);
     if (obj == NULL || obj == Py_None) {
-        PyGPUStream *cur = (PyGPUStream *)pygpu_current_stream(st);
+        PyObject *cur = pygpu_current_stream(st);
         if (!cur)
             return -1;
-        *out = cur->device >= 0 && cur->device != dev ? PYGPU_STREAM_NULL : cur->handle;
+        *out = pygpu_current_stream_on(cur, dev);
         Py_DECREF(cur);
         return 0;
     }
