@@ -111,7 +111,8 @@ def main():
         return g
 
     def d2h_pinned():
-        dev.get_async(stream=stream, ary=dst)           # ordered on `stream`; returns with the data
+        dev.get_async(stream=stream, ary=dst)           # into page-locked memory: only queued
+        stream.synchronize()                            # ... dst holds the data here
 
     report("H2D  dev.set_async(pinned, stream)", nbytes, best_of(args.repeat, h2d_pinned))
     report("H2D  pygpu.to_gpu_async(pinned, stream), allocating", nbytes,

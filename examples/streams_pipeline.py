@@ -43,8 +43,9 @@ def pipeline(src, dev, dst, chunks, up, down):
         uploads.append((up_start, up_end))
 
     # 2. Download each chunk once its upload is done.  wait_event orders
-    #    `down` after the event on the device; get_async returns when the
-    #    chunk is in dst, while the copy engine goes on with later uploads.
+    #    `down` after the event on the device; into page-locked dst,
+    #    get_async only queues the DMA, so all of this is queued at once and
+    #    the copy engines move chunks up and down at the same time.
     stages = []
     for (lo, hi), (up_start, up_end) in zip(pieces, uploads):
         down.wait_event(up_end)

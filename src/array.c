@@ -449,7 +449,7 @@ static PyType_Spec array_spec = {
 /* repr/str: the values as NumPy shows them. */
 static PyObject *host_copy(PyObject *self)
 {
-    return pygpu_array_get((PyGPUArray *)self, NULL, NULL, 0);
+    return pygpu_array_get((PyGPUArray *)self, NULL, NULL, 0, 0);
 }
 
 static PyObject *array_repr(PyObject *self)

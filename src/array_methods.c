@@ -73,7 +73,7 @@ static PyObject *new_host_array(pygpu_state *st, PyGPUArray *a, int pagelocked)
     return PyArray_Empty(a->nd, GA_SHAPE(a), a->descr, 0);
 }
 
-PyObject *pygpu_array_get(PyGPUArray *a, PyObject *out, PyObject *stream, int pagelocked)
+PyObject *pygpu_array_get(PyGPUArray *a, PyObject *out, PyObject *stream, int pagelocked, int async)
 {
     pygpu_state *st = pygpu_state_of((PyObject *)a);
     pygpu_stream_t s;
@@ -103,9 +103,11 @@ PyObject *pygpu_array_get(PyGPUArray *a, PyObject *out, PyObject *stream, int pa
         Py_INCREF(out);
     } else if (!(out = new_host_array(st, a, pagelocked))) {
         return NULL;
+    } else {
+        async = 0;
     }
     pygpu_side host = {PyArray_BYTES((PyArrayObject *)out), PyArray_STRIDES((PyArrayObject *)out), 0, -1};
-    if (pygpu_copy(st, host, device_side(a), a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, 0) < 0) {
+    if (pygpu_copy(st, host, device_side(a), a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, async) < 0) {
         Py_DECREF(out);
         return NULL;
     }
@@ -231,7 +233,7 @@ int pygpu_array_assign(PyGPUArray *a, PyObject *value, PyObject *stream, int asy
             return r;
         }
         /* Broadcasting or casting: through the host, where NumPy does both. */
-        if (!(value = host = pygpu_array_get(v, NULL, stream, 0)))
+        if (!(value = host = pygpu_array_get(v, NULL, stream, 0, 0)))
             return -1;
     }
     PyArrayObject *h = host_value(value, a->descr);
@@ -261,8 +263,9 @@ static PyObject *get_impl(PyObject *self, PyObject *args, PyObject *kwds, int as
     if (async ? !PyArg_ParseTupleAndKeywords(args, kwds, "|OO:get_async", kwlist_async, &stream, &ary)
               : !PyArg_ParseTupleAndKeywords(args, kwds, "|OppO:get", kwlist, &ary, &pagelocked, &async_, &stream))
         return NULL;
-    (void)async_;       /* get(async_=True) is get_async: either way the host array holds the data */
-    return pygpu_array_get(SELF, ary, stream, pagelocked);
+    /* get(async_=True) is get_async: into the caller's page-locked `ary`
+     * it only queues the copy (a new array is always complete). */
+    return pygpu_array_get(SELF, ary, stream, pagelocked, async || async_);
 }
 
 static PyObject *array_get(PyObject *self, PyObject *a, PyObject *k) { return get_impl(self, a, k, 0); }
@@ -306,7 +309,7 @@ static PyObject *array_dunder_array(PyObject *self, PyObject *args, PyObject *kw
                         "a GPUArray cannot be seen as a NumPy array without a copy (it is in device memory)");
         return NULL;
     }
-    PyObject *h = pygpu_array_get(SELF, NULL, NULL, 0);
+    PyObject *h = pygpu_array_get(SELF, NULL, NULL, 0, 0);
     if (!h || dtype == Py_None)
         return h;
     PyObject *r = PyObject_CallMethod(h, "astype", "O", dtype);
@@ -669,7 +672,8 @@ PyMethodDef pygpu_array_methods[] = {
      "get(ary=None, pagelocked=False, async_=False, stream=None)\n--\n\n"
      "The elements in a new NumPy array (C order; page-locked if asked), or in `ary`."},
     {"get_async", KW(array_get_async),
-     "get_async(stream=None, ary=None)\n--\n\nAs get(), ordered on `stream`."},
+     "get_async(stream=None, ary=None)\n--\n\nAs get(), ordered on `stream`; into a page-locked `ary` the copy\n"
+     "is only queued (`ary` holds the data once the stream has passed it)."},
     {"set", KW(array_set),
      "set(ary, stream=None, async_=False)\n--\n\nCopy host data into the array, as a[...] = ary\n"
      "(PyCUDA's set(ary, async_, stream) works too)."},

@@ -34,6 +34,7 @@ typedef struct {
     const char *call;           /* the runtime call that failed */
     PyThreadState *ts;          /* the caller's, saved while the GIL is released */
     int stopped;                /* a signal (KeyboardInterrupt) stopped the copy */
+    int async;                  /* device to page-locked host memory may be left queued */
 } ctx;
 
 /* Between chunks of a staged copy: take the GIL back for a moment to run
@@ -255,8 +256,34 @@ static pygpu_status host_to_dense(ctx *c, const pygpu_pair *p, int which, char *
     return temps_free(c, &t, r);
 }
 
+/* Whether a copy down into `host` may be left queued: the caller allows
+ * it and `host` is page-locked (then the stream says when it is done). */
+static int may_queue_down(ctx *c, const void *host)
+{
+    int pinned = 0;
+    return c->async && pygpu_rt_host_is_pinned(host, &pinned) == 0 && pinned;
+}
+
+/* A small dense copy down into pageable memory, through a page-locked block
+ * from the pool: the runtime's own way for pageable memory waits for the
+ * copy before it returns, and then the stream is waited for again.  *done
+ * = 0 if the copy is not for this way. */
+static pygpu_status bounce_down(ctx *c, char *host, const char *dev, size_t n, int *done)
+{
+    void *b;
+    *done = 0;
+    if (n == 0 || n > pygpu_bounce_max() || (b = pygpu_pinned_take(n)) == NULL)
+        return 0;
+    *done = 1;
+    pygpu_status r = note(c, pygpu_rt_memcpy_async(b, dev, n, PYGPU_COPY_D2H, c->s), "MemcpyAsync");
+    if (r == 0 && (r = note(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize")) == 0)
+        memcpy(host, b, n);
+    pygpu_pinned_give(b);
+    return r;
+}
+
 /* The dense device buffer `dev` into host layout `which` of `p` at `host`;
- * done when this returns. */
+ * done when this returns (but see may_queue_down). */
 static pygpu_status dense_to_host(ctx *c, const pygpu_pair *p, int which, char *host, const char *dev,
                                   ptrdiff_t itemsize)
 {
@@ -271,7 +298,11 @@ static pygpu_status dense_to_host(ctx *c, const pygpu_pair *p, int which, char *
             return r;
     }
     if (pygpu_pair_is_dense(p, which, itemsize)) {
-        if ((r = note(c, pygpu_rt_memcpy_async(host, dev, nbytes, PYGPU_COPY_D2H, c->s), "MemcpyAsync")) == 0)
+        int queue = may_queue_down(c, host);
+        if (!queue && ((r = bounce_down(c, host, dev, nbytes, &done)) != 0 || done))
+            return r;
+        if ((r = note(c, pygpu_rt_memcpy_async(host, dev, nbytes, PYGPU_COPY_D2H, c->s), "MemcpyAsync")) == 0 &&
+            !queue)
             r = note(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize");
         return r;
     }
@@ -338,7 +369,7 @@ static pygpu_status d2h(ctx *c, const pygpu_pair *p, const geometry *g, char *ds
     if (pygpu_pair_is_dense(p, 1, itemsize))
         return dense_to_host(c, p, 0, dst, src, itemsize);
     if (g->calls <= MAX_DIRECT_CALLS && g->width >= WIDE_ROW && !pageable(dst, p, itemsize)) {
-        if ((r = engine(c, p, g, dst, src, PYGPU_COPY_D2H)) == 0)
+        if ((r = engine(c, p, g, dst, src, PYGPU_COPY_D2H)) == 0 && !may_queue_down(c, dst))
             r = note(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize");
         return r;
     }
@@ -369,6 +400,7 @@ static pygpu_status d2h(ctx *c, const pygpu_pair *p, const geometry *g, char *ds
     pygpu_pair bytes;
     ptrdiff_t one = 1, ext = hi - lo;
     pygpu_pair_init(&bytes, 1, &ext, &one, &one);
+    c->async = 0;           /* the host gathers from the buffer at once */
     if ((r = host_temp(c, &t, (size_t)ext)) == 0 &&
         (r = dense_to_host(c, &bytes, 0, t.host, src + lo, 1)) == 0)
         pygpu_parallel_strided_copy(dst, p->strides[0], (char *)t.host - lo, p->strides[1], p->nd,
@@ -583,7 +615,7 @@ static pygpu_status cross_device(ctx *c, pygpu_side dst, pygpu_side src, int nd,
     int ddev = dst.device, sdev = src.device;
     size_t n = (size_t)(pair_size(&p) * itemsize);
     char *to = dst.ptr + p.offset[0], *from = src.ptr + p.offset[1];
-    ctx sc = {PYGPU_STREAM_NULL, NULL, NULL, 0};    /* the source side's work: its legacy stream */
+    ctx sc = {PYGPU_STREAM_NULL, NULL, NULL, 0, 0};    /* the source side's work: its legacy stream */
     temps stmp = {0}, dtmp = {0};
     pygpu_event_t ready = NULL;
     pygpu_status r;
@@ -630,7 +662,7 @@ static pygpu_status cross_device(ctx *c, pygpu_side dst, pygpu_side src, int nd,
 int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape,
                ptrdiff_t itemsize, pygpu_stream_t s, int async)
 {
-    ctx c = {s, NULL, NULL, 0};
+    ctx c = {s, NULL, NULL, 0, async};
     pygpu_status r;
     int dev = dst.on_device ? dst.device : src.on_device ? src.device : -1, prev = -1;
     int cross = dst.on_device && src.on_device && dst.device >= 0 && src.device >= 0 && dst.device != src.device;
@@ -642,7 +674,8 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
         r = cross_device(&c, dst, src, nd, shape, itemsize);
     else
         r = plan(&c, dst, src, nd, shape, itemsize);
-    if (r == 0 && !async && !cross && !c.stopped)
+    /* (Copies down have waited already, where they had to.) */
+    if (r == 0 && !async && !cross && !c.stopped && !(src.on_device && !dst.on_device))
         r = note(&c, pygpu_rt_stream_synchronize(s), "StreamSynchronize");
     pygpu_staging_trace_done();
     PyEval_RestoreThread(c.ts);
@@ -687,7 +720,7 @@ static pygpu_status fill_dense(ctx *c, char *dst, ptrdiff_t n, ptrdiff_t itemsiz
 int pygpu_fill(pygpu_state *st, pygpu_side dst, int nd, const ptrdiff_t *shape, ptrdiff_t itemsize,
                const void *value, pygpu_stream_t s)
 {
-    ctx c = {s, NULL, NULL, 0};
+    ctx c = {s, NULL, NULL, 0, 0};
     temps t = {0};
     pygpu_pair p;
     ptrdiff_t ds[PYGPU_MAXDIMS];

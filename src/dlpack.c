@@ -435,7 +435,7 @@ static PyObject *export_host_copy(PyGPUArray *a, int copy, int versioned, uint32
         return PyErr_Format(PyExc_BufferError, "__dlpack__(copy=False): exporting a %s array to kDLCPU needs a copy",
                             pygpu_rt_vendor());
     PyObject *stream = last_stream_arg(a), *h;
-    h = stream ? pygpu_array_get(a, NULL, stream, 0) : NULL;   /* (done when it returns) */
+    h = stream ? pygpu_array_get(a, NULL, stream, 0, 0) : NULL;   /* (done when it returns) */
     Py_XDECREF(stream);
     if (!h)
         return NULL;
@@ -691,7 +691,7 @@ static PyObject *copy_to(pygpu_state *st, PyGPUArray *a, int dev)
         return c ? on_current_stream(st, c) : NULL;
     }
     /* Another device: through the host (rare, and right on every backend). */
-    PyObject *stream = last_stream_arg(a), *h = stream ? pygpu_array_get(a, NULL, stream, 0) : NULL, *r;
+    PyObject *stream = last_stream_arg(a), *h = stream ? pygpu_array_get(a, NULL, stream, 0, 0) : NULL, *r;
     Py_XDECREF(stream);
     if (!h)
         return NULL;
@@ -1053,7 +1053,7 @@ static PyObject *mod_asarray(PyObject *m, PyObject *const *args, Py_ssize_t narg
     r = as_array(st, v[0], dtype);
     if (r && want && !PyArray_EquivTypes(((PyGPUArray *)r)->descr, want)) {
         /* Casting needs a kernel, which PyGPU does not launch: through the host. */
-        PyObject *h = pygpu_array_get((PyGPUArray *)r, NULL, NULL, 0);
+        PyObject *h = pygpu_array_get((PyGPUArray *)r, NULL, NULL, 0, 0);
         Py_SETREF(r, h ? upload(st, h, ((PyGPUArray *)r)->device, dtype) : NULL);
         Py_XDECREF(h);
     }

@@ -303,8 +303,9 @@ int pygpu_dims_arg(PyObject *obj, int *nd, ptrdiff_t *out, ptrdiff_t min);
 int pygpu_order_arg(PyObject *obj, int allow_any);
 /* Copy host data `value` (anything NumPy converts) into `a`, broadcast. */
 int pygpu_array_assign(PyGPUArray *a, PyObject *value, PyObject *stream, int async);
-/* A new NumPy array with `a`'s elements (C order, or into `out`). */
-PyObject *pygpu_array_get(PyGPUArray *a, PyObject *out, PyObject *stream, int pagelocked);
+/* A new NumPy array with `a`'s elements (C order), or them into `out`; with
+ * `async`, a copy into a page-locked `out` is only queued on the stream. */
+PyObject *pygpu_array_get(PyGPUArray *a, PyObject *out, PyObject *stream, int pagelocked, int async);
 int pygpu_array_init(PyObject *m, pygpu_state *st);
 extern PyMethodDef pygpu_array_module_methods[];
 extern PyMappingMethods pygpu_array_as_mapping;

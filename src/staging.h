@@ -44,6 +44,9 @@ typedef struct {
 
 void pygpu_transfer_config_get(pygpu_transfer_config *c);
 void pygpu_transfer_config_set(const pygpu_transfer_config *c);
+/* Copies down into pageable memory of at most this many bytes bounce
+ * through a page-locked block (PYGPU_STAGING_BOUNCE bytes; 0: never). */
+size_t pygpu_bounce_max(void);
 /* With PYGPU_STAGING_TRACE=1: print the trace of the last staged transfer,
  * marking now ('s') as the end of the whole copy. */
 void pygpu_staging_trace_done(void);

@@ -228,3 +228,68 @@ def test_a_second_thread_progresses_during_a_big_transfer():
     t.join()
     assert count >= 10, f"only {count} small round trips while 3 GiB moved"
     assert int(g[:: 1 << 20].get().sum()) == 1 << 10
+
+
+@pytest.mark.parametrize("how", ["get_async", "get(async_=True)", "memcpy_dtoh_async", "rows view"])
+def test_async_download_into_page_locked_memory_only_queues(how):
+    """Into page-locked memory the async downloads return once the copy is
+    queued (on a GPU the 256 MiB upload queued before it is still running);
+    the array holds the data once the stream is synchronized."""
+    s = pygpu.Stream(non_blocking=True)
+    big = pygpu.pagelocked_empty(256 << 20, np.uint8)      # about 5 ms of DMA
+    gbig = pygpu.empty(big.shape, np.uint8)
+    src = np.arange(1 << 12, dtype=np.float64)
+    g = pygpu.to_gpu(src)
+    if how == "rows view":      # every other row of 2 KiB: one 2-D DMA
+        full = np.concatenate([src, -src]).reshape(16, 512)
+        g, src = pygpu.to_gpu(full)[::2, 256:], full[::2, 256:]
+    for _ in range(3):
+        out = pygpu.pagelocked_zeros(src.shape, src.dtype)
+        gbig.set_async(big, stream=s)
+        if how in ("get_async", "rows view"):
+            assert g.get_async(s, out) is out
+        elif how == "get(async_=True)":
+            assert g.get(ary=out, async_=True, stream=s) is out
+        else:
+            pygpu.memcpy_dtoh_async(out, g.ptr, s)
+        if pygpu.backend != "host":
+            assert not s.query(), "the download waited for the stream"
+        s.synchronize()
+        np.testing.assert_array_equal(out, src)
+
+
+def test_async_downloads_into_pageable_or_new_arrays_are_complete_on_return():
+    s = pygpu.Stream(non_blocking=True)
+    big = pygpu.pagelocked_empty(64 << 20, np.uint8)
+    gbig = pygpu.empty(big.shape, np.uint8)
+    src = np.arange(1 << 12, dtype=np.float64)
+    g = pygpu.to_gpu(src)
+    whole = np.arange(1 << 14, dtype=np.float64)
+    view = pygpu.to_gpu(whole)[::2]     # narrow elements: the host gathers them
+    for get in (lambda: g.get_async(s), lambda: g.get_async(s, np.zeros_like(src)),
+                lambda: g.get(ary=np.zeros_like(src), async_=True, stream=s)):
+        gbig.set_async(big, stream=s)
+        np.testing.assert_array_equal(get(), src)
+    # a view whose elements the host gathers: complete, even into page-locked memory
+    out = pygpu.pagelocked_zeros(view.shape, view.dtype)
+    gbig.set_async(big, stream=s)
+    view.get_async(s, out)
+    np.testing.assert_array_equal(out, whole[::2])
+
+
+@pytest.mark.parametrize("rows", [1 << 12, 1 << 15])
+def test_rows_up_by_2d_copies_or_dense_and_scattered(rows):
+    """Every other row of 256 B, staged: transfers that fill whole chunks go by
+    2-D copies from the staging buffers, smaller ones up dense and scattered
+    on the device; the same elements either way."""
+    saved = pygpu.transfer_config()
+    pygpu.transfer_config(min_bytes=0, chunk=1 << 20, depth=2, threads=2)
+    try:
+        host = np.random.default_rng(rows).integers(0, 256, (rows, 256), dtype=np.uint8)
+        d = pygpu.zeros((2 * rows, 256), np.uint8)
+        d[1::2] = host
+        expect = np.zeros((2 * rows, 256), np.uint8)
+        expect[1::2] = host
+        np.testing.assert_array_equal(d.get(), expect)
+    finally:
+        pygpu.transfer_config(**saved)

@@ -4,6 +4,9 @@
 #   bash tools/gpu-check.sh            everything
 #   bash tools/gpu-check.sh tests      build + tests only
 #   bash tools/gpu-check.sh devices    build + the multi-device and MPI tests + bench --devices
+#   bash tools/gpu-check.sh ab         build + python -m pygpu.bench (8 B to 256 MiB, no peers) as
+#                                      built, then once more under each setting in $GPU_CHECK_AB
+#                                      (default: the staging choices that were made by measurement)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/pygpu-out}
@@ -42,6 +45,13 @@ devices() {
         python3 -m pygpu.bench --devices 2>/dev/null | tee "$OUT/bench-devices.txt"
     fi
 }
+if [ "$what" = ab ]; then
+    for v in "" ${GPU_CHECK_AB:-PYGPU_STAGING_ROWS=1 PYGPU_STAGING_BOUNCE=0 PYGPU_STAGING_NT=0}; do
+        echo "== python -m pygpu.bench ${v:-(as built)}"
+        env $v python3 -m pygpu.bench --sizes 8 16M 64M 256M --peers 2>/dev/null
+    done
+    exit 0
+fi
 if [ "$what" = devices ]; then
     python3 -m pytest -q -ra tests/test_multi_device.py tests/test_mpi.py 2>&1 | tail -15
     devices
