@@ -941,32 +941,41 @@ pygpu_status pygpu_staged_d2h_view(pygpu_staging_ctx *c, pygpu_host_layout h, co
     ptrdiff_t n = layout_size(&h);
     pygpu_shape_extent(h.nd, h.shape, dev_strides, h.itemsize, &lo, &hi);
     size_t limit = chunk_bytes(&cfg, (size_t)(hi - lo));
-    ptrdiff_t guess = (ptrdiff_t)((double)limit / ((double)(hi - lo) / (double)n));
+    double cover = (double)(hi - lo) / (double)n;       /* covering bytes per element */
+    ptrdiff_t guess = (ptrdiff_t)((double)limit / cover), e, cnt;
     if (guess < 1)
         guess = 1;
-    ptrdiff_t next = 0, done = 0;
+    /* Windows start small and grow, as the chunks of a dense copy do. */
+    schedule sch = schedule_of(n, guess, cover < 1 ? 1 : (ptrdiff_t)cover);
+    ptrdiff_t done = 0;
     int issued = 0, retired = 0;
+    trace_note('b', 0, (size_t)(hi - lo));
     /* Windows of the covering bytes come down `depth` at a time; the
      * workers gather each one's elements while the next ones move. */
     while (done < n && r == 0) {
-        for (; issued - retired < eng.depth && next < n && r == 0; issued++) {
+        for (; issued - retired < eng.depth && r == 0 && schedule_next(&sch, &e, &cnt); issued++) {
             int b = issued % eng.depth;
-            win[b] = next_window(next, n, guess, limit, h.nd, h.shape, dev_strides, h.itemsize);
+            win[b] = next_window(e, n, cnt, limit, h.nd, h.shape, dev_strides, h.itemsize);
+            sch.next = e + win[b].cnt;      /* (fewer where the layout is sparser) */
             size_t bytes = (size_t)(offset_of(win[b].e + win[b].cnt - 1, h.nd, h.shape, dev_strides) - win[b].off +
                                     h.itemsize);
-            next += win[b].cnt;
             if ((r = buffer_free(c, b)) == 0)
                 r = queue_copy(c, b, eng.buf[b], dev + win[b].off, bytes, PYGPU_COPY_D2H);
+            trace_note('q', issued, bytes);
         }
         int b = retired % eng.depth;
         if (r != 0 || (r = buffer_free(c, b)) != 0 || stop_now(c))
             break;
+        trace_note('w', retired, 0);
         range_job j = {{h.ptr, h.strides, 0}, {eng.buf[b], dev_strides, win[b].off}, h.shape, h.nd, h.itemsize,
                        win[b].e, win[b].cnt, 0};
         parallel_range(&j, cfg.threads);
+        trace_note('c', retired, (size_t)(win[b].cnt * h.itemsize));
         done += win[b].cnt;
         retired++;
     }
+    trace_note('e', 0, 0);
+    trace_print("d2h (view)");
     for (int b = 0; b < eng.depth; b++) {
         pygpu_status f = buffer_free(c, b);
         if (f != 0 && r == 0)
@@ -992,14 +1001,17 @@ pygpu_status pygpu_staged_h2d_rows(pygpu_staging_ctx *c, char *dev, ptrdiff_t pi
         return 0;               /* rows wider than a buffer, or chunks not full: another way */
     }
     *staged = 1;
+    trace_note('b', 0, (size_t)(n * h.itemsize));
     for (ptrdiff_t row = 0, i = 0; row < rows && r == 0; row += k, i++) {
         int b = (int)(i % eng.depth);
         ptrdiff_t cnt = rows - row < k ? rows - row : k;
         if ((r = buffer_free(c, b)) != 0 || stop_now(c))
             break;
+        trace_note('w', (int)i, 0);
         range_job j = {{eng.buf[b], NULL, 0}, {h.ptr, h.strides, 0}, h.shape, h.nd, h.itemsize, row * per_row,
                        cnt * per_row, up_stream(cnt * width)};
         parallel_range(&j, cfg.threads);
+        trace_note('c', (int)i, (size_t)(cnt * width));
         r = pygpu_rt_memcpy2d_async(dev + row * pitch, (size_t)pitch, eng.buf[b], (size_t)width, (size_t)width,
                                     (size_t)cnt, PYGPU_COPY_H2D, c->stream);
         if (r != 0) {
@@ -1010,7 +1022,10 @@ pygpu_status pygpu_staged_h2d_rows(pygpu_staging_ctx *c, char *dev, ptrdiff_t pi
             c->call = "EventRecord";
         else
             eng.recorded[b] = 1;
+        trace_note('q', (int)i, 0);
     }
+    trace_note('e', 0, 0);
+    trace_print("h2d (rows)");
     engine_give();
     return r;
 }

@@ -293,3 +293,34 @@ def test_rows_up_by_2d_copies_or_dense_and_scattered(rows):
         np.testing.assert_array_equal(d.get(), expect)
     finally:
         pygpu.transfer_config(**saved)
+
+
+TRACE_SCRIPT = r"""
+import numpy as np, pygpu
+pygpu.transfer_config(min_bytes=0, chunk=256 << 10, depth=3, threads=2)
+a = np.arange(1 << 18, dtype=np.float64)            # 2 MiB
+g = pygpu.to_gpu(a)                                  # h2d
+out = np.empty_like(a)
+g.get(ary=out)                                       # d2h (whole)
+assert (out == a).all()
+assert (g[::2].get() == a[::2]).all()                # d2h (view)
+d = pygpu.zeros((2048, 256), np.uint8)
+rows = np.ones((1024, 256), np.uint8)
+d[::2] = rows                                        # h2d (rows)
+assert (d.get()[::2] == 1).all() and not d.get()[1::2].any()
+"""
+
+
+def test_staging_trace_names_every_pipeline():
+    """PYGPU_STAGING_TRACE=1 prints each staged transfer's timeline."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, PYGPU_BACKEND="host", PYGPU_STAGING_TRACE="1")
+    p = subprocess.run([sys.executable, "-c", TRACE_SCRIPT], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    lines = [line for line in p.stderr.splitlines() if line.startswith("pygpu staging")]
+    for name in ("h2d:", "d2h (whole):", "d2h (view):", "h2d (rows):"):
+        hits = [line for line in lines if line.startswith("pygpu staging " + name)]
+        assert hits, (name, p.stderr)
+        assert " b0@" in hits[0] and " e0@" in hits[0] and "(us)" in hits[0], hits[0]
