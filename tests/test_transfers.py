@@ -324,3 +324,16 @@ def test_staging_trace_names_every_pipeline():
         hits = [line for line in lines if line.startswith("pygpu staging " + name)]
         assert hits, (name, p.stderr)
         assert " b0@" in hits[0] and " e0@" in hits[0] and "(us)" in hits[0], hits[0]
+
+
+def test_trace_cases_tool_runs():
+    """tools/trace-cases.py (run on the GPU machine by gpu-check.sh ab) works."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+    tool = pathlib.Path(__file__).resolve().parent.parent / "tools" / "trace-cases.py"
+    p = subprocess.run([sys.executable, str(tool), "1M"], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYGPU_BACKEND="host"))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.count("\n== ") + p.stdout.startswith("== ") == 4, p.stdout

@@ -50,6 +50,9 @@ if [ "$what" = ab ]; then
         echo "== python -m pygpu.bench ${v:-(as built)}"
         env $v python3 -m pygpu.bench --sizes 8 16M 64M 256M --peers 2>/dev/null
     done
+    echo "== timelines of the staged cases (tools/trace-cases.py 16M, in $OUT/traces.txt)"
+    python3 tools/trace-cases.py 16M >"$OUT/traces.txt" 2>&1
+    grep "^==" "$OUT/traces.txt"
     exit 0
 fi
 if [ "$what" = devices ]; then
