@@ -670,7 +670,8 @@ static PyObject *array_swapaxes(PyObject *self, PyObject *args)
 PyMethodDef pygpu_array_methods[] = {
     {"get", KW(array_get),
      "get(ary=None, pagelocked=False, async_=False, stream=None)\n--\n\n"
-     "The elements in a new NumPy array (C order; page-locked if asked), or in `ary`."},
+     "The elements in a new NumPy array (C order; page-locked if asked), or in `ary`;\n"
+     "`async_=True` is get_async."},
     {"get_async", KW(array_get_async),
      "get_async(stream=None, ary=None)\n--\n\nAs get(), ordered on `stream`; into a page-locked `ary` the copy\n"
      "is only queued (`ary` holds the data once the stream has passed it)."},
