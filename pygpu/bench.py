@@ -128,6 +128,11 @@ def pygpu_cases(nbytes):
             return (lambda: g.get(ary=out)), (g, out)
         return setup
 
+    def d2h_fresh():
+        # into memory never touched before: the copy takes the page faults
+        g = pygpu.to_gpu(pageable_array(nbytes))
+        return (lambda: g.get(ary=np.empty(nbytes, np.uint8))), g
+
     def strided_d2h(elementwise):
         def setup():
             if elementwise:
@@ -152,6 +157,7 @@ def pygpu_cases(nbytes):
         "H2D pinned": h2d(pinned_array),
         "D2H new array": d2h_new,
         "D2H pageable": d2h_into(pageable_array),
+        "D2H pageable fresh": d2h_fresh,
         "D2H pinned": d2h_into(pinned_array),
         "D2H rows [::2]": strided_d2h(False),
         "H2D rows [::2]": strided_h2d,

@@ -23,8 +23,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  /* Linux 5.14 */
+#endif
 
 #define MAX_DEPTH 16
 #define MAX_THREADS 64
@@ -383,6 +388,41 @@ void pygpu_parallel_strided_copy(char *dst, const ptrdiff_t *dst_strides, const 
     pygpu_transfer_config_get(&c);
     range_job j = {{dst, dst_strides, 0}, {(char *)src, src_strides, 0}, shape, nd, itemsize, start, count, 0};
     parallel_range(&j, c.threads);
+}
+
+/* ---- fresh memory ------------------------------------------------------------ */
+
+typedef struct {
+    char *p;
+    size_t n, page;
+} prefault_job;
+
+static void prefault_part(void *arg, int k, int nparts)
+{
+    prefault_job *j = arg;
+    size_t pages = j->n / j->page, per = (pages + (size_t)nparts - 1) / (size_t)nparts;
+    size_t a = per * (size_t)k, b = a + per < pages ? a + per : pages;
+    if (a >= b)
+        return;
+    char *from = j->p + a * j->page;
+    if (madvise(from, (b - a) * j->page, MADV_POPULATE_WRITE) == 0)
+        return;
+    for (size_t i = a; i < b; i++)       /* (an older kernel: touch each page) */
+        j->p[i * j->page] = 0;
+}
+
+void pygpu_parallel_prefault(void *p, size_t n)
+{
+    pygpu_transfer_config c;
+    long ps = sysconf(_SC_PAGESIZE);
+    size_t page = ps > 0 ? (size_t)ps : 4096;
+    uintptr_t lo = ((uintptr_t)p + page - 1) / page * page, hi = ((uintptr_t)p + n) / page * page;
+    if (hi <= lo)
+        return;
+    pygpu_transfer_config_get(&c);
+    prefault_job j = {(char *)lo, hi - lo, page};
+    int parts = (int)((hi - lo) / ((size_t)4 << 20));      /* 4 MiB or more each */
+    run_parallel(prefault_part, &j, parts < 1 ? 1 : parts > c.threads ? c.threads : parts);
 }
 
 /* ---- the engine: staging buffers, their events, one transfer at a time ---- */

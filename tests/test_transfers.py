@@ -337,3 +337,20 @@ def test_trace_cases_tool_runs():
                        env=dict(os.environ, PYGPU_BACKEND="host"))
     assert p.returncode == 0, p.stderr
     assert p.stdout.count("\n== ") + p.stdout.startswith("== ") == 4, p.stdout
+
+
+def test_get_past_the_pool_limit_uses_prefaulted_ordinary_memory(staging):
+    """When the pinned pool is full, get() returns ordinary memory (its pages
+    faulted in by the workers first) holding the right elements."""
+    saved = pygpu.pinned_pool_stats()["limit"]
+    pygpu.trim_pinned_pool()
+    pygpu.set_pinned_pool_limit(0)
+    try:
+        for n in (1, 4095, 1 << 20, (5 << 20) + 3):
+            a = np.random.default_rng(n).integers(0, 256, n, dtype=np.uint8)
+            out = pygpu.to_gpu(a).get()
+            assert not pygpu.is_pinned(out)
+            np.testing.assert_array_equal(out, a)
+        assert pygpu.pinned_pool_stats()["in_use"] == 0
+    finally:
+        pygpu.set_pinned_pool_limit(saved)
