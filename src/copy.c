@@ -256,12 +256,13 @@ static pygpu_status host_to_dense(ctx *c, const pygpu_pair *p, int which, char *
     return temps_free(c, &t, r);
 }
 
-/* Whether a copy down into `host` may be left queued: the caller allows
- * it and `host` is page-locked (then the stream says when it is done). */
-static int may_queue_down(ctx *c, const void *host)
+/* Whether a copy down into `host` may be left queued: `allowed` (the
+ * caller's copy is asynchronous and `host` is its memory, not a temporary)
+ * and `host` is page-locked (then the stream says when it is done). */
+static int may_queue_down(int allowed, const void *host)
 {
     int pinned = 0;
-    return c->async && pygpu_rt_host_is_pinned(host, &pinned) == 0 && pinned;
+    return allowed && pygpu_rt_host_is_pinned(host, &pinned) == 0 && pinned;
 }
 
 /* A small dense copy down into pageable memory, through a page-locked block
@@ -283,9 +284,10 @@ static pygpu_status bounce_down(ctx *c, char *host, const char *dev, size_t n, i
 }
 
 /* The dense device buffer `dev` into host layout `which` of `p` at `host`;
- * done when this returns (but see may_queue_down). */
+ * done when this returns, unless `async` allows leaving it queued (see
+ * may_queue_down). */
 static pygpu_status dense_to_host(ctx *c, const pygpu_pair *p, int which, char *host, const char *dev,
-                                  ptrdiff_t itemsize)
+                                  ptrdiff_t itemsize, int async)
 {
     temps t = {0};
     ptrdiff_t ds[PYGPU_MAXDIMS];
@@ -298,7 +300,7 @@ static pygpu_status dense_to_host(ctx *c, const pygpu_pair *p, int which, char *
             return r;
     }
     if (pygpu_pair_is_dense(p, which, itemsize)) {
-        int queue = may_queue_down(c, host);
+        int queue = may_queue_down(async, host);
         if (!queue && ((r = bounce_down(c, host, dev, nbytes, &done)) != 0 || done))
             return r;
         if ((r = note(c, pygpu_rt_memcpy_async(host, dev, nbytes, PYGPU_COPY_D2H, c->s), "MemcpyAsync")) == 0 &&
@@ -367,9 +369,9 @@ static pygpu_status d2h(ctx *c, const pygpu_pair *p, const geometry *g, char *ds
     size_t nbytes = (size_t)(pair_size(p) * itemsize);
     pygpu_status r;
     if (pygpu_pair_is_dense(p, 1, itemsize))
-        return dense_to_host(c, p, 0, dst, src, itemsize);
+        return dense_to_host(c, p, 0, dst, src, itemsize, c->async);
     if (g->calls <= MAX_DIRECT_CALLS && g->width >= WIDE_ROW && !pageable(dst, p, itemsize)) {
-        if ((r = engine(c, p, g, dst, src, PYGPU_COPY_D2H)) == 0 && !may_queue_down(c, dst))
+        if ((r = engine(c, p, g, dst, src, PYGPU_COPY_D2H)) == 0 && !may_queue_down(c->async, dst))
             r = note(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize");
         return r;
     }
@@ -383,7 +385,7 @@ static pygpu_status d2h(ctx *c, const pygpu_pair *p, const geometry *g, char *ds
         /* Gather on the device into a dense buffer (the device moves rows
          * of 64 B or more well), then down. */
         if ((r = dev_temp(c, &t, nbytes)) == 0 && (r = device_pass(c, p, 1, (char *)src, t.dev, itemsize, 1)) == 0)
-            r = dense_to_host(c, p, 0, dst, t.dev, itemsize);
+            r = dense_to_host(c, p, 0, dst, t.dev, itemsize, c->async);
         return temps_free(c, &t, r);
     }
     /* Narrow rows, not too sparse: the bytes the view covers come down in
@@ -400,9 +402,8 @@ static pygpu_status d2h(ctx *c, const pygpu_pair *p, const geometry *g, char *ds
     pygpu_pair bytes;
     ptrdiff_t one = 1, ext = hi - lo;
     pygpu_pair_init(&bytes, 1, &ext, &one, &one);
-    c->async = 0;           /* the host gathers from the buffer at once */
     if ((r = host_temp(c, &t, (size_t)ext)) == 0 &&
-        (r = dense_to_host(c, &bytes, 0, t.host, src + lo, 1)) == 0)
+        (r = dense_to_host(c, &bytes, 0, t.host, src + lo, 1, 0)) == 0)
         pygpu_parallel_strided_copy(dst, p->strides[0], (char *)t.host - lo, p->strides[1], p->nd,
                                     p->shape, itemsize, 0, pair_size(p));
     return temps_free(c, &t, r);

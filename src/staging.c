@@ -53,10 +53,11 @@ static int stream_stores = 1;      /* see range_copy */
 static int rows_any_size;
 static size_t bounce_max = 4096;
 
-static void config_defaults(void)
+/* The environment's switches, read once. */
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+
+static void read_env(void)
 {
-    if (config_ready)
-        return;
     const char *trace = getenv("PYGPU_STAGING_TRACE"), *nt = getenv("PYGPU_STAGING_NT");
     trace_on = trace && strcmp(trace, "0") != 0;
     stream_stores = !(nt && strcmp(nt, "0") == 0);
@@ -64,6 +65,13 @@ static void config_defaults(void)
     rows_any_size = rows && strcmp(rows, "1") == 0;
     if (bounce && *bounce)
         bounce_max = (size_t)strtoull(bounce, NULL, 10);
+}
+
+static void config_defaults(void)
+{
+    if (config_ready)
+        return;
+    pthread_once(&env_once, read_env);
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     config.chunk = (size_t)16 << 20;
     config.depth = 4;
@@ -77,8 +85,7 @@ static void config_defaults(void)
 
 size_t pygpu_bounce_max(void)
 {
-    pygpu_transfer_config c;
-    pygpu_transfer_config_get(&c);      /* (reads the environment once) */
+    pthread_once(&env_once, read_env);
     return bounce_max;
 }
 
@@ -723,17 +730,17 @@ static void engine_give(void)
     pthread_mutex_unlock(&engine_mu);
 }
 
-/* The chunks of a transfer of n elements: they start small and double up to
- * `per` elements, and shrink again at the end, so that the first host copy
- * (nothing to overlap it yet) and the last DMA (nothing left to overlap)
- * are short. */
+/* The chunks of a transfer of n elements: they start small (256 KiB, at
+ * `unit` bytes moved per element) and double up to `per` elements, and
+ * shrink again at the end, so that the first host copy (nothing to overlap
+ * it yet) and the last DMA (nothing left to overlap) are short. */
 typedef struct {
     ptrdiff_t n, next, cur, per, small;
 } schedule;
 
-static schedule schedule_of(ptrdiff_t n, ptrdiff_t per, ptrdiff_t itemsize)
+static schedule schedule_of(ptrdiff_t n, ptrdiff_t per, ptrdiff_t unit)
 {
-    ptrdiff_t small = ((ptrdiff_t)256 << 10) / itemsize;
+    ptrdiff_t small = ((ptrdiff_t)256 << 10) / unit;
     if (small < 1)
         small = 1;
     if (small > per)
@@ -986,7 +993,7 @@ pygpu_status pygpu_staged_d2h_view(pygpu_staging_ctx *c, pygpu_host_layout h, co
     if (guess < 1)
         guess = 1;
     /* Windows start small and grow, as the chunks of a dense copy do. */
-    schedule sch = schedule_of(n, guess, cover < 1 ? 1 : (ptrdiff_t)cover);
+    schedule sch = schedule_of(n, guess, cover < 1 ? 1 : (ptrdiff_t)cover);     /* (bytes moved per element) */
     ptrdiff_t done = 0;
     int issued = 0, retired = 0;
     trace_note('b', 0, (size_t)(hi - lo));
