@@ -33,6 +33,7 @@
 
 #define MAX_DEPTH 16
 #define MAX_THREADS 64
+#define MAX_PARTS_PER_THREAD 16
 
 /* ---- settings ------------------------------------------------------------ */
 
@@ -51,6 +52,8 @@ static int stream_stores = 1;      /* see range_copy */
  * whole chunks go that way; smaller ones go up dense and are scattered on
  * the device.  PYGPU_STAGING_ROWS=1 sends every size by 2-D copies. */
 static int rows_any_size;
+/* Parts of a host copy per thread (range_parts): PYGPU_STAGING_PARTS=N, 1..16. */
+static int parts_per_thread = 4;
 static size_t bounce_max = 4096;
 
 /* The environment's switches, read once. */
@@ -65,6 +68,9 @@ static void read_env(void)
     rows_any_size = rows && strcmp(rows, "1") == 0;
     if (bounce && *bounce)
         bounce_max = (size_t)strtoull(bounce, NULL, 10);
+    const char *parts = getenv("PYGPU_STAGING_PARTS");
+    if (parts && atoi(parts) >= 1)
+        parts_per_thread = atoi(parts) > MAX_PARTS_PER_THREAD ? MAX_PARTS_PER_THREAD : atoi(parts);
 }
 
 static void config_defaults(void)
@@ -117,7 +123,7 @@ static atomic_ulong job_gen;
 static atomic_int sleepers;
 static part_fn job_fn;
 static void *job_arg;
-static atomic_int job_next, job_parts, job_finished;
+static atomic_int job_next, job_parts, job_finished, job_workers;     /* workers [0, job_workers) take part */
 /* While a staged transfer runs the workers spin without yielding or
  * sleeping: it hands them a job every few tens of microseconds, and a
  * sleeping (or descheduled) worker takes that long to come back. */
@@ -140,13 +146,13 @@ static void run_parts(void)
     }
 }
 
-static void *worker_main(void *unused)
+static void *worker_main(void *arg)
 {
-    (void)unused;
+    int me = (int)(intptr_t)arg;
     unsigned long seen = atomic_load(&job_gen);
     while (!atomic_load(&quitting)) {
         for (int i = 0; i < SPIN_ROUNDS && atomic_load(&job_gen) == seen && !atomic_load(&quitting); i++) {
-            if (atomic_load(&hot) > 0) {
+            if (atomic_load(&hot) > 0 && me < atomic_load(&job_workers)) {
                 i = 0;
                 cpu_relax();
             } else if (i < PAUSE_ROUNDS) {
@@ -164,7 +170,8 @@ static void *worker_main(void *unused)
             pthread_mutex_unlock(&work_mu);
         }
         seen = atomic_load(&job_gen);
-        run_parts();
+        if (me < atomic_load(&job_workers))
+            run_parts();
     }
     atomic_fetch_sub(&alive, 1);
     return NULL;
@@ -200,7 +207,7 @@ static int ensure_workers(int n)
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         atomic_fetch_add(&alive, 1);
-        int r = pthread_create(&t, &attr, worker_main, NULL);
+        int r = pthread_create(&t, &attr, worker_main, (void *)(intptr_t)nworkers);
         pthread_attr_destroy(&attr);
         if (r != 0) {
             atomic_fetch_sub(&alive, 1);
@@ -211,15 +218,20 @@ static int ensure_workers(int n)
     return nworkers;
 }
 
-/* Run fn(arg, k, nparts) for k in [0, nparts) on the workers and the caller. */
-static void run_parallel(part_fn fn, void *arg, int nparts)
+/* Run fn(arg, k, nparts) for k in [0, nparts) on the caller and at most
+ * threads - 1 workers (never more threads than asked for: the parts may be
+ * more, and spinning workers beyond the cores stall everything). */
+static void run_parallel(part_fn fn, void *arg, int nparts, int threads)
 {
-    if (nparts <= 1 || pthread_mutex_trylock(&job_mu) != 0) {
+    if (nparts <= 1 || threads <= 1 || pthread_mutex_trylock(&job_mu) != 0) {
         for (int k = 0; k < nparts; k++)    /* alone: another job holds the workers */
             fn(arg, k, nparts);
         return;
     }
-    if (ensure_workers(nparts - 1) == 0) {
+    int workers = ensure_workers((nparts < threads ? nparts : threads) - 1);
+    if (workers > threads - 1)
+        workers = threads - 1;
+    if (workers == 0) {
         pthread_mutex_unlock(&job_mu);
         for (int k = 0; k < nparts; k++)
             fn(arg, k, nparts);
@@ -228,6 +240,7 @@ static void run_parallel(part_fn fn, void *arg, int nparts)
     job_fn = fn;
     job_arg = arg;
     atomic_store(&job_parts, nparts);
+    atomic_store(&job_workers, workers);
     atomic_store(&job_finished, 0);
     atomic_store(&job_next, 0);
     atomic_fetch_add(&job_gen, 1);
@@ -355,36 +368,51 @@ static side advance(side s, ptrdiff_t elements, ptrdiff_t itemsize)
     return s;
 }
 
+/* A range copy is cut into up to parts_per_thread parts per thread (4), of
+ * at least PART_MIN bytes each, claimed one at a time: a worker that starts
+ * late (descheduled, or its core taken by another thread) then just does
+ * fewer of them.  With one part per thread, a chunk took as long as its
+ * latest worker: on an H100 host with 16 threads on 16 cores, one core
+ * often ran two of the 16 parts in turn, and the chunk took twice as long.
+ * Measured there, interleaved runs, one part per thread -> four: get(ary=
+ * pageable) 16 MiB 0.63 -> 0.76 of the link, 256 MiB 0.82 -> 0.90; to_gpu
+ * 256 MiB 0.82 -> 0.86; every-other-row uploads 16 MiB 0.33 -> 0.43. */
+#define PART_MIN ((ptrdiff_t)32 << 10)
+#define MAX_PARTS (MAX_PARTS_PER_THREAD * MAX_THREADS)
+
+static int range_parts(ptrdiff_t bytes, int threads)
+{
+    ptrdiff_t n = bytes / (parts_per_thread > 1 ? PART_MIN : 2 * PART_MIN),
+              most = (ptrdiff_t)threads * (threads > 1 ? parts_per_thread : 1);
+    if (n > most)
+        n = most;
+    return n < 1 ? 1 : (int)n;
+}
+
 static long long now_ns(void);
 /* With tracing: when each part of the last job started and ended, and where. */
-static long long part_t[MAX_THREADS][2];
-static int part_cpu[MAX_THREADS];
+static long long part_t[MAX_PARTS][2];
+static int part_cpu[MAX_PARTS];
 
 static void range_part(void *arg, int k, int n)
 {
     range_job *j = arg;
     ptrdiff_t per = (j->count + n - 1) / n, a = per * k, b = a + per > j->count ? j->count : a + per;
-    if (trace_on && k < MAX_THREADS) {
+    if (trace_on && k < MAX_PARTS) {
         part_t[k][0] = now_ns();
         part_cpu[k] = sched_getcpu();
     }
     if (a < b)
         range_copy(advance(j->dst, a, j->itemsize), advance(j->src, a, j->itemsize), j->nd, j->shape,
                    j->itemsize, j->start + a, b - a, j->stream);
-    if (trace_on && k < MAX_THREADS)
+    if (trace_on && k < MAX_PARTS)
         part_t[k][1] = now_ns();
 }
 
-/* Split a range copy across the workers (in pieces of at least 64 KiB). */
+/* Split a range copy across the workers (see range_parts). */
 static void parallel_range(range_job *j, int threads)
 {
-    ptrdiff_t bytes = j->count * j->itemsize;
-    int n = (int)(bytes / (64 << 10));
-    if (n > threads)
-        n = threads;
-    if (n < 1)
-        n = 1;
-    run_parallel(range_part, j, n);
+    run_parallel(range_part, j, range_parts(j->count * j->itemsize, threads), threads);
 }
 
 void pygpu_parallel_strided_copy(char *dst, const ptrdiff_t *dst_strides, const char *src,
@@ -429,7 +457,7 @@ void pygpu_parallel_prefault(void *p, size_t n)
     pygpu_transfer_config_get(&c);
     prefault_job j = {(char *)lo, hi - lo, page};
     int parts = (int)((hi - lo) / ((size_t)4 << 20));      /* 4 MiB or more each */
-    run_parallel(prefault_part, &j, parts < 1 ? 1 : parts > c.threads ? c.threads : parts);
+    run_parallel(prefault_part, &j, parts < 1 ? 1 : parts > c.threads ? c.threads : parts, c.threads);
 }
 
 /* ---- the engine: staging buffers, their events, one transfer at a time ---- */
@@ -633,13 +661,13 @@ static void trace_note(char what, int chunk, size_t bytes)
     if (trace.n < TRACE_MAX) {
         trace_event v = {what, chunk, bytes, now_ns(), 0, 0, 0, 0, 0};
         if (what == 'c') {      /* the parts of the host copy just done */
-            int n = (int)(bytes / (64 << 10)), seen[1024] = {0};
+            int seen[1024] = {0};
             pygpu_transfer_config cfg;
             pygpu_transfer_config_get(&cfg);
-            n = n > cfg.threads ? cfg.threads : n < 1 ? 1 : n;
+            int n = range_parts((ptrdiff_t)bytes, cfg.threads);
             v.parts = n;
             v.first = LLONG_MAX;
-            for (int k = 0; k < n && k < MAX_THREADS; k++) {
+            for (int k = 0; k < n && k < MAX_PARTS; k++) {
                 v.first = part_t[k][0] < v.first ? part_t[k][0] : v.first;
                 v.last = part_t[k][0] > v.last ? part_t[k][0] : v.last;
                 v.end = part_t[k][1] > v.end ? part_t[k][1] : v.end;

@@ -326,6 +326,46 @@ def test_staging_trace_names_every_pipeline():
         assert " b0@" in hits[0] and " e0@" in hits[0] and "(us)" in hits[0], hits[0]
 
 
+PARTS_SCRIPT = r"""
+import numpy as np, pygpu
+rng = np.random.default_rng(5)
+for threads in (4, 2):                                # fewer threads after more: the bound holds
+    pygpu.transfer_config(min_bytes=0, chunk=1 << 20, depth=3, threads=threads)
+    big = rng.standard_normal((1024, 1024))           # 8 MiB; every other column: 4 MiB gathered
+    a = big[:, ::2]
+    g = pygpu.to_gpu(a)
+    assert (g.get() == a).all()
+    out = np.empty((1024, 1024))
+    g.get(ary=out[:, 1::2])                           # scattered into a strided host view
+    assert (out[:, 1::2] == a).all()
+"""
+
+
+@pytest.mark.parametrize("per_thread", [1, 3])
+def test_host_copies_are_cut_into_parts_per_thread(per_thread):
+    """PYGPU_STAGING_PARTS=N: each chunk's host copy is cut into up to N parts
+    per thread, of 32 KiB or more (64 KiB with one), run on no more threads
+    than transfer_config asks for, even after more were asked for; the
+    elements arrive right either way."""
+    import os
+    import re
+    import subprocess
+    import sys
+    env = dict(os.environ, PYGPU_BACKEND="host", PYGPU_STAGING_TRACE="1", PYGPU_STAGING_PARTS=str(per_thread))
+    p = subprocess.run([sys.executable, "-c", PARTS_SCRIPT], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    lines = [line for line in p.stderr.splitlines() if line.startswith("pygpu staging")]
+    assert len(lines) == 6, p.stderr                  # per setting: up, down, down into a view
+    smallest = (64 if per_thread == 1 else 32) << 10
+    for line, threads in zip(lines, (4, 4, 4, 2, 2, 2)):
+        copies = re.findall(r"c\d+@[\d.]+\[(\d+)K\]\{(\d+) parts on (\d+) cpus", line)
+        assert copies, line
+        for kib, parts, cpus in copies:
+            nbytes, parts, cpus = int(kib) << 10, int(parts), int(cpus)
+            assert parts == max(1, min(nbytes // smallest, per_thread * threads)), line
+            assert cpus <= threads, line
+
+
 def test_trace_cases_tool_runs():
     """tools/trace-cases.py (run on the GPU machine by gpu-check.sh ab) works."""
     import os
