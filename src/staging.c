@@ -52,6 +52,9 @@ static int stream_stores = 1;      /* see range_copy */
  * whole chunks go that way; smaller ones go up dense and are scattered on
  * the device.  PYGPU_STAGING_ROWS=1 sends every size by 2-D copies. */
 static int rows_any_size;
+/* Uploads that fit the staging buffers merge their DMA calls (h2d_whole);
+ * PYGPU_STAGING_MERGE=0 sends them through the ring, a call per chunk. */
+static int merge_up = 1;
 /* Parts of a host copy per thread (range_parts): PYGPU_STAGING_PARTS=N, 1..16. */
 static int parts_per_thread = 4;
 static size_t bounce_max = 4096;
@@ -68,6 +71,8 @@ static void read_env(void)
     rows_any_size = rows && strcmp(rows, "1") == 0;
     if (bounce && *bounce)
         bounce_max = (size_t)strtoull(bounce, NULL, 10);
+    const char *merge = getenv("PYGPU_STAGING_MERGE");
+    merge_up = !(merge && strcmp(merge, "0") == 0);
     const char *parts = getenv("PYGPU_STAGING_PARTS");
     if (parts && atoi(parts) >= 1)
         parts_per_thread = atoi(parts) > MAX_PARTS_PER_THREAD ? MAX_PARTS_PER_THREAD : atoi(parts);
@@ -829,6 +834,7 @@ static int schedule_next(schedule *s, ptrdiff_t *e, ptrdiff_t *cnt)
 typedef struct {
     ptrdiff_t e, cnt;           /* elements [e, e + cnt) */
     char *at;                   /* their place in the staging buffers */
+    int buf;                    /* which buffer */
 } part_window;
 
 /* The chunks of a transfer of n elements laid out across the staging
@@ -846,7 +852,7 @@ static int whole_windows(ptrdiff_t n, ptrdiff_t itemsize, const pygpu_transfer_c
             ptrdiff_t b = e / per_buf, room = (b + 1) * per_buf - e, m = cnt < room ? cnt : room;
             if (nwin == WHOLE_CHUNKS)
                 return 0;
-            win[nwin++] = (part_window){e, m, (char *)eng.buf[b] + (e - b * per_buf) * itemsize};
+            win[nwin++] = (part_window){e, m, (char *)eng.buf[b] + (e - b * per_buf) * itemsize, (int)b};
             e += m;
             cnt -= m;
         }
@@ -863,11 +869,105 @@ static pygpu_status buffers_free(pygpu_staging_ctx *c)
     return r;
 }
 
+/* Queue one DMA of a whole-buffer transfer as call k, and its event. */
+static pygpu_status queue_whole(pygpu_staging_ctx *c, int k, void *dst, const void *src, size_t bytes,
+                                enum pygpu_copy_kind kind)
+{
+    pygpu_status r;
+    if (!eng.whole[k] && (r = pygpu_rt_event_create(&eng.whole[k], PYGPU_EVENT_DISABLE_TIMING)) != 0)
+        c->call = "EventCreateWithFlags";
+    else if ((r = pygpu_rt_memcpy_async(dst, src, bytes, kind, c->stream)) != 0)
+        c->call = "MemcpyAsync";
+    else if ((r = pygpu_rt_event_record(eng.whole[k], c->stream)) != 0)
+        c->call = "EventRecord";
+    trace_note('q', k, bytes);
+    return r;
+}
+
+/* Queue the DMA of window k of a whole-buffer download. */
+static pygpu_status queue_window(pygpu_staging_ctx *c, const part_window *w, int k, const char *dev,
+                                 ptrdiff_t itemsize)
+{
+    return queue_whole(c, k, w->at, dev + w->e * itemsize, (size_t)(w->cnt * itemsize), PYGPU_COPY_D2H);
+}
+
+/* Queue the DMA of windows [from, to) of a whole-buffer upload: one call
+ * for each run of them in one staging buffer (never across two: each is
+ * its own page-locked allocation, and a copy from page-locked memory must
+ * lie in one, even where two happen to be adjacent in the address space). */
+static pygpu_status queue_up(pygpu_staging_ctx *c, char *dev, const part_window *win, int from, int to,
+                             ptrdiff_t itemsize, int *calls)
+{
+    pygpu_status r = 0;
+    for (int i = from, j; r == 0 && i < to; i = j) {
+        ptrdiff_t cnt = win[i].cnt;
+        for (j = i + 1; j < to && win[j].buf == win[i].buf; j++)
+            cnt += win[j].cnt;
+        if ((r = queue_whole(c, *calls, dev + win[i].e * itemsize, win[i].at, (size_t)(cnt * itemsize),
+                             PYGPU_COPY_H2D)) == 0)
+            ++*calls;
+    }
+    return r;
+}
+
 /* The host copy of elements [e, e + cnt) of h into staging buffer b. */
 static range_job up_job(const pygpu_host_layout *h, int b, ptrdiff_t e, ptrdiff_t cnt)
 {
     return (range_job){{eng.buf[b], NULL, 0}, {h->ptr, h->strides, 0}, h->shape, h->nd, h->itemsize, e, cnt,
                        up_stream(cnt * h->itemsize)};
+}
+
+/* Host to device when the whole transfer fits in the staging buffers: the
+ * chunks are copied end to end into them, so that the DMA of several can go
+ * as one call.  Each call costs the link about 2.3 us on an H100 (16 MiB in
+ * 8 calls moved at 0.94 of one call, in 64 calls at 0.66), and the workers
+ * copy faster than the link: the chunks copied while two calls are still in
+ * flight wait, and go with the next ones.  *done = 0 when the transfer is
+ * not for this path. */
+static pygpu_status h2d_whole(pygpu_staging_ctx *c, char *dev, pygpu_host_layout h,
+                              const pygpu_transfer_config *cfg, int *done)
+{
+    ptrdiff_t n = layout_size(&h);
+    part_window win[WHOLE_CHUNKS];
+    range_job job[2];
+    int nwin = merge_up ? whole_windows(n, h.itemsize, cfg, win) : 0, from = 0, calls = 0, k;
+    pygpu_status r;
+    if (!(*done = nwin > 0))
+        return 0;
+    r = buffers_free(c);
+    trace_note('b', 0, (size_t)(n * h.itemsize));
+    for (k = 0; r == 0 && k <= nwin; k++) {
+        pending_job p = {0};
+        if (k < nwin) {
+            if (stop_now(c))
+                break;
+            trace_note('w', k, 0);
+            job[k & 1] = (range_job){{win[k].at, NULL, 0}, {h.ptr, h.strides, 0}, h.shape, h.nd, h.itemsize,
+                                     win[k].e, win[k].cnt, up_stream(win[k].cnt * h.itemsize)};
+            p = range_start(&job[k & 1], cfg->threads);
+        }
+        /* Windows [from, k) are in the buffers: they go now if the link
+         * would otherwise run dry. */
+        if (from < k && (k == nwin || calls < 2 || pygpu_rt_event_query(eng.whole[calls - 2]) == 0)) {
+            r = queue_up(c, dev, win, from, k, h.itemsize, &calls);
+            from = k;
+        }
+        job_join(&p);
+        if (k < nwin)
+            trace_note('c', k, (size_t)(win[k].cnt * h.itemsize));
+    }
+    trace_note('e', 0, 0);
+    trace_print("h2d (whole)");
+    /* The next transfer waits for these calls before it reuses the buffers. */
+    for (int b = 0; calls > 0 && b <= (n - 1) / ((ptrdiff_t)eng.chunk / h.itemsize); b++) {
+        pygpu_status w = pygpu_rt_event_record(eng.ev[b], c->stream);
+        eng.recorded[b] = w == 0;
+        if (w != 0 && r == 0) {
+            r = w;
+            c->call = "EventRecord";
+        }
+    }
+    return r;
 }
 
 pygpu_status pygpu_staged_h2d(pygpu_staging_ctx *c, char *dev, pygpu_host_layout h, int *staged)
@@ -881,6 +981,12 @@ pygpu_status pygpu_staged_h2d(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
     if (!engine_take(&cfg, h.itemsize))
         return 0;
     *staged = 1;
+    int whole = 0;
+    r = h2d_whole(c, dev, h, &cfg, &whole);
+    if (whole) {
+        engine_give();
+        return r;
+    }
     ptrdiff_t n = layout_size(&h), per = (ptrdiff_t)chunk_bytes(&cfg, (size_t)(n * h.itemsize)) / h.itemsize;
     schedule sch = schedule_of(n, per, h.itemsize);
     trace_note('b', 0, (size_t)(n * h.itemsize));
@@ -923,22 +1029,6 @@ pygpu_status pygpu_staged_h2d(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
 typedef struct {
     ptrdiff_t e, cnt, off;      /* elements [e, e + cnt), device bytes from off */
 } window;
-
-/* Queue the DMA of window k of a whole-buffer download, and its event. */
-static pygpu_status queue_window(pygpu_staging_ctx *c, const part_window *w, int k, const char *dev,
-                                 ptrdiff_t itemsize)
-{
-    pygpu_status r;
-    if (!eng.whole[k] && (r = pygpu_rt_event_create(&eng.whole[k], PYGPU_EVENT_DISABLE_TIMING)) != 0)
-        c->call = "EventCreateWithFlags";
-    else if ((r = pygpu_rt_memcpy_async(w->at, dev + w->e * itemsize, (size_t)(w->cnt * itemsize), PYGPU_COPY_D2H,
-                                        c->stream)) != 0)
-        c->call = "MemcpyAsync";
-    else if ((r = pygpu_rt_event_record(eng.whole[k], c->stream)) != 0)
-        c->call = "EventRecord";
-    trace_note('q', k, 0);
-    return r;
-}
 
 /* Device to host when the whole transfer fits in the staging buffers
  * (depth x chunk bytes): every chunk's DMA is queued at once, each into its

@@ -308,6 +308,8 @@ d = pygpu.zeros((2048, 256), np.uint8)
 rows = np.ones((1024, 256), np.uint8)
 d[::2] = rows                                        # h2d (rows)
 assert (d.get()[::2] == 1).all() and not d.get()[1::2].any()
+small = a[: 1 << 16]                                 # 512 KiB: fits the buffers
+assert (pygpu.to_gpu(small).get() == small).all()    # h2d (whole)
 """
 
 
@@ -320,10 +322,31 @@ def test_staging_trace_names_every_pipeline():
     p = subprocess.run([sys.executable, "-c", TRACE_SCRIPT], env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     lines = [line for line in p.stderr.splitlines() if line.startswith("pygpu staging")]
-    for name in ("h2d:", "d2h (whole):", "d2h (view):", "h2d (rows):"):
+    for name in ("h2d:", "h2d (whole):", "d2h (whole):", "d2h (view):", "h2d (rows):"):
         hits = [line for line in lines if line.startswith("pygpu staging " + name)]
         assert hits, (name, p.stderr)
         assert " b0@" in hits[0] and " e0@" in hits[0] and "(us)" in hits[0], hits[0]
+
+
+@pytest.mark.parametrize("nbytes", [(1 << 20) - 8, 3 << 20, (4 << 20) - 24])
+def test_uploads_that_fill_several_staging_buffers(nbytes):
+    """Uploads that fit the staging buffers go up in merged DMA calls, never
+    one across two buffers (each its own page-locked allocation, however
+    they lie in memory); dense and strided sources, read back as NumPy has
+    them."""
+    saved = pygpu.transfer_config()
+    pygpu.transfer_config(min_bytes=0, chunk=1 << 20, depth=4, threads=4)
+    try:
+        rng = np.random.default_rng(nbytes)
+        a = rng.standard_normal(nbytes // 8)
+        big = rng.standard_normal(2 * a.size)
+        for src in (a, big[::2], a.reshape(-1, 3)[:, ::-1] if a.size % 3 == 0 else a[::-1]):
+            g = pygpu.to_gpu(src)
+            np.testing.assert_array_equal(g.get(), src)
+            g.set(src * 2)
+            np.testing.assert_array_equal(g.get(), src * 2)
+    finally:
+        pygpu.transfer_config(**saved)
 
 
 PARTS_SCRIPT = r"""

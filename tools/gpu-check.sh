@@ -46,7 +46,7 @@ devices() {
     fi
 }
 if [ "$what" = ab ]; then
-    for v in "" ${GPU_CHECK_AB:-PYGPU_STAGING_PARTS=1 PYGPU_STAGING_ROWS=1 PYGPU_STAGING_BOUNCE=0 PYGPU_STAGING_NT=0}; do
+    for v in "" ${GPU_CHECK_AB:-PYGPU_STAGING_PARTS=1 PYGPU_STAGING_MERGE=0 PYGPU_STAGING_ROWS=1 PYGPU_STAGING_BOUNCE=0 PYGPU_STAGING_NT=0}; do
         echo "== python -m pygpu.bench ${v:-(as built)}"
         env $v python3 -m pygpu.bench --sizes 8 16M 64M 256M --peers 2>/dev/null
     done
