@@ -181,6 +181,36 @@ def test_staged_strided_device_views(staging, dtype):
     np.testing.assert_array_equal(d.get(), m)
 
 
+def test_staged_host_sides_of_several_dimensions_against_numpy(staging):
+    """Random shapes (with dimensions of one), host sides C-contiguous,
+    F-order, reversed or sliced, device sides strided views: staged up and
+    down, element for element as NumPy has them (the pipeline merges the
+    host dimensions that run on in memory)."""
+    rng = np.random.default_rng(23)
+    for trial in range(40):
+        nd = int(rng.integers(2, 5))
+        shape = tuple(int(rng.choice([1, 2, 3, 17, 40])) for _ in range(nd))
+        dtype = DTYPES[trial % len(DTYPES)]
+        axis = int(rng.integers(nd))
+        big_shape = tuple(2 * n if i == axis else n for i, n in enumerate(shape))
+        base = (rng.standard_normal(big_shape) * 100).astype(dtype)
+        d = pygpu.to_gpu(base)
+        key = tuple(slice(None, None, 2) if i == axis else slice(None) for i in range(nd))
+        view, expect = d[key], base[key]
+        src = (rng.standard_normal(shape) * 100).astype(dtype)
+        kind = trial % 4
+        host = (src if kind == 0 else np.asfortranarray(src) if kind == 1
+                else np.ascontiguousarray(src[::-1])[::-1] if kind == 2
+                else np.pad(src, [(0, 1)] * nd)[tuple(slice(0, n) for n in shape)])
+        np.testing.assert_array_equal(view.get(), expect, err_msg=str((shape, axis)))
+        out = np.zeros(shape, dtype, order="F" if kind == 1 else "C")
+        view.get(ary=out)
+        np.testing.assert_array_equal(out, expect, err_msg=str((shape, axis)))
+        view.set(host)
+        base[key] = src
+        np.testing.assert_array_equal(d.get(), base, err_msg=str((shape, axis, kind)))
+
+
 def test_page_locked_arrays_and_is_pinned():
     a = pygpu.pagelocked_empty((3, 5), np.float32, order="F")
     assert a.shape == (3, 5) and a.dtype == np.float32 and a.flags.f_contiguous
