@@ -211,6 +211,27 @@ def test_staged_host_sides_of_several_dimensions_against_numpy(staging):
         np.testing.assert_array_equal(d.get(), base, err_msg=str((shape, axis, kind)))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.float64, np.int64])
+def test_every_other_element_down_into_any_alignment(staging, dtype):
+    """Every other element of 4- and 8-byte types, gathered out of the
+    staging buffers: destinations at every offset from a 16-byte boundary,
+    and odd counts, hold what NumPy has."""
+    rng = np.random.default_rng(np.dtype(dtype).itemsize)
+    a = (rng.standard_normal(2 * 40_003 + 1) * 1000).astype(dtype)
+    g = pygpu.to_gpu(a)
+    np.testing.assert_array_equal(g[::2].get(), a[::2])
+    np.testing.assert_array_equal(g[1::2].get(), a[1::2])
+    for shift in range(4):
+        buf = np.zeros(len(a[::2]) + 4, dtype)
+        out = buf[shift:shift + len(a[::2])]
+        g[::2].get(ary=out)
+        np.testing.assert_array_equal(out, a[::2], err_msg=str(shift))
+        assert not buf[:shift].any() and not buf[shift + len(out):].any()
+    m = a[: len(a) // 14 * 14].reshape(-1, 14)
+    gm = pygpu.to_gpu(m)
+    np.testing.assert_array_equal(gm[:, ::2].get(), m[:, ::2])
+
+
 def test_page_locked_arrays_and_is_pinned():
     a = pygpu.pagelocked_empty((3, 5), np.float32, order="F")
     assert a.shape == (3, 5) and a.dtype == np.float32 and a.flags.f_contiguous
