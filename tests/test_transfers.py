@@ -232,6 +232,29 @@ def test_every_other_element_down_into_any_alignment(staging, dtype):
     np.testing.assert_array_equal(gm[:, ::2].get(), m[:, ::2])
 
 
+def test_downloads_into_fresh_or_partly_touched_memory():
+    """A download of 32 MiB or more into memory never touched has its pages
+    faulted in first; the elements are right whether the destination is
+    fresh, touched in part or all, or a view."""
+    saved = pygpu.transfer_config()
+    pygpu.transfer_config(min_bytes=0, chunk=4 << 20, depth=4)
+    try:
+        n = (33 << 20) // 8
+        a = np.random.default_rng(3).standard_normal(n)
+        g = pygpu.to_gpu(a)
+        fresh = np.empty(n)
+        np.testing.assert_array_equal(g.get(ary=fresh), a)
+        part = np.empty(n)
+        part[: n // 2] = -1
+        np.testing.assert_array_equal(g.get(ary=part), a)
+        np.testing.assert_array_equal(g.get(ary=part), a)            # touched now
+        wide = np.empty(2 * n)
+        g.get(ary=wide[1::2])
+        np.testing.assert_array_equal(wide[1::2], a)
+    finally:
+        pygpu.transfer_config(**saved)
+
+
 def test_page_locked_arrays_and_is_pinned():
     a = pygpu.pagelocked_empty((3, 5), np.float32, order="F")
     assert a.shape == (3, 5) and a.dtype == np.float32 and a.flags.f_contiguous
