@@ -476,6 +476,25 @@ def test_trace_cases_tool_runs():
     assert p.stdout.count("\n== ") + p.stdout.startswith("== ") == 4, p.stdout
 
 
+def test_ab_staging_tool_runs():
+    """tools/ab-staging.py (run on the GPU machine by gpu-check.sh ab) gives
+    a row per case and size, a column per setting, from separate processes."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+    import re
+    tool = pathlib.Path(__file__).resolve().parent.parent / "tools" / "ab-staging.py"
+    p = subprocess.run([sys.executable, str(tool), "--reps", "1", "--sizes", "256K,1M", "PYGPU_STAGING_MERGE=0"],
+                       capture_output=True, text=True, timeout=300, env=dict(os.environ, PYGPU_BACKEND="host"))
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert "as built" in lines[0] and "PYGPU_STAGING_MERGE=0" in lines[0], p.stdout
+    assert len(lines) == 1 + 4 * 2, p.stdout
+    for line in lines[1:]:
+        assert len(re.findall(r"\d+\.\d \[\d+-\d+\]", line)) == 2, line
+
+
 def test_get_past_the_pool_limit_uses_prefaulted_ordinary_memory(staging):
     """When the pinned pool is full, get() returns ordinary memory (its pages
     faulted in by the workers first) holding the right elements."""

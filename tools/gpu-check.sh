@@ -4,9 +4,10 @@
 #   bash tools/gpu-check.sh            everything
 #   bash tools/gpu-check.sh tests      build + tests only
 #   bash tools/gpu-check.sh devices    build + the multi-device and MPI tests + bench --devices
-#   bash tools/gpu-check.sh ab         build + python -m pygpu.bench (8 B to 256 MiB, no peers) as
-#                                      built, then once more under each setting in $GPU_CHECK_AB
-#                                      (default: the staging choices that were made by measurement)
+#   bash tools/gpu-check.sh ab         build + python -m pygpu.bench (8 B to 256 MiB, no peers), then
+#                                      tools/ab-staging.py: as built against each setting in
+#                                      $GPU_CHECK_AB (default: each staging choice made by
+#                                      measurement, switched off), interleaved, 3 rounds
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/pygpu-out}
@@ -46,10 +47,12 @@ devices() {
     fi
 }
 if [ "$what" = ab ]; then
-    for v in "" ${GPU_CHECK_AB:-PYGPU_STAGING_PARTS=1 PYGPU_STAGING_MERGE=0 PYGPU_STAGING_ROWS=1 PYGPU_STAGING_BOUNCE=0 PYGPU_STAGING_NT=0}; do
-        echo "== python -m pygpu.bench ${v:-(as built)}"
-        env $v python3 -m pygpu.bench --sizes 8 16M 64M 256M --peers 2>/dev/null
-    done
+    echo "== python -m pygpu.bench (as built)"
+    python3 -m pygpu.bench --sizes 8 16M 64M 256M --peers 2>/dev/null
+    echo "== the staging choices, each switched off, interleaved (tools/ab-staging.py)"
+    python3 tools/ab-staging.py ${GPU_CHECK_AB:-PYGPU_STAGING_PARTS=1 PYGPU_STAGING_MERGE=0 PYGPU_STAGING_ROWS=1 PYGPU_STAGING_NT=0}
+    echo "== 8-byte copies without the bounce block (PYGPU_STAGING_BOUNCE=0)"
+    PYGPU_STAGING_BOUNCE=0 python3 -m pygpu.bench --sizes 8 --peers 2>/dev/null | tail -n +4
     echo "== timelines of the staged cases (tools/trace-cases.py 16M, in $OUT/traces.txt)"
     python3 tools/trace-cases.py 16M >"$OUT/traces.txt" 2>&1
     grep "^==" "$OUT/traces.txt"

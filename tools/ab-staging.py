@@ -1,0 +1,91 @@
+"""Measure the staging pipeline's choices against each other, interleaved.
+
+Runs on these shared machines vary from one to the next by more than most
+choices change, so each setting is measured in its own process (the
+pipeline reads its PYGPU_STAGING_* switches once per process), the settings
+taking turns, several rounds, and the medians compared:
+
+    python tools/ab-staging.py [--reps N] [--sizes 16M,64M,...] [SETTING ...]
+
+A SETTING is environment assignments separated by spaces: for example
+PYGPU_STAGING_MERGE=0, or PYTHONPATH=/path/to/another/checkout to measure
+another build (built in place there).  The first column is as built.  Each
+cell: median GB/s, the ratio to raw pinned cudaMemcpy (as built, same run;
+none on the host backend), [lowest-highest].
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+CHILD = r"""
+import json, sys
+import numpy as np
+import pygpu
+from pygpu import bench
+out = {}
+raw = bench.RawCuda()
+for label in sys.argv[1:]:
+    n = bench.parse_size(label)
+    host, dst = bench.pageable_array(n), bench.pageable_array(n)
+    g = pygpu.to_gpu(host)
+    rows, row = bench.strided_rows(n)
+    g_rows = pygpu.empty((2 * rows, row), np.uint8)
+    h_rows = bench.pageable_array(rows * row).reshape(rows, row)
+    g_elems = pygpu.to_gpu(bench.pageable_array(2 * n).view(np.float32 if n >= 8 else np.uint8))
+    cases, keep = {}, []
+    if raw.available():
+        for d in ("H2D", "D2H"):
+            fn, k = raw.case(d, n)
+            cases["raw " + d] = fn
+            keep.append(k)
+    cases.update({
+        "to_gpu(pageable)": lambda: g.set(host),
+        "get(ary=pageable)": lambda: g.get(ary=dst),
+        "rows [::2] up": lambda: g_rows[::2].set(h_rows),
+        "elements [::2] down": lambda: g_elems[::2].get(),
+    })
+    for name, fn in cases.items():
+        out[f"{name} {label}"] = n / bench.time_case(fn, n, 0.25) / 1e9
+print(json.dumps(out))
+"""
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--sizes", default="16M,64M,256M", help="comma-separated, e.g. 16M,1G")
+    ap.add_argument("settings", nargs="*")
+    args = ap.parse_args(argv)
+    settings = [""] + args.settings
+    res = {s: {} for s in settings}
+    for _ in range(args.reps):
+        for s in settings:
+            env = dict(os.environ, **dict(kv.split("=", 1) for kv in s.split()))
+            p = subprocess.run([sys.executable, "-c", CHILD, *args.sizes.split(",")], env=env, capture_output=True,
+                               text=True)
+            if p.returncode != 0 or not p.stdout.strip():
+                print(f"{s or 'as built'}: failed: {p.stderr[-2000:]}", file=sys.stderr)
+                return 1
+            for k, v in json.loads(p.stdout.strip().splitlines()[-1]).items():
+                res[s].setdefault(k, []).append(v)
+    width = max(24, *(len(s) + 2 for s in settings))
+    print(f"{'case':<28}" + "".join(f"{(s or 'as built'):>{width}}" for s in settings))
+    for k in res[""]:
+        size = k.rsplit(" ", 1)[1]
+        up = "H2D" in k or " up" in k or "to_gpu" in k
+        ceil = res[""].get(f"raw {'H2D' if up else 'D2H'} {size}")
+        cells = []
+        for s in settings:
+            v = res[s][k]
+            m = statistics.median(v)
+            ratio = f" ({m / statistics.median(ceil):.2f})" if ceil else ""
+            cells.append(f"{m:.1f}{ratio} [{min(v):.0f}-{max(v):.0f}]")
+        print(f"{k:<28}" + "".join(f"{c:>{width}}" for c in cells))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
