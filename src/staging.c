@@ -606,6 +606,8 @@ void pygpu_staging_fork(enum pygpu_fork_phase phase)
     pthread_cond_init(&work_cv, NULL);
     atomic_store(&sleepers, 0);
     atomic_store(&alive, 0);
+    atomic_store(&hot, 0);          /* (a transfer in the parent is not the child's: no spinning on it) */
+    atomic_store(&job_workers, 0);
     nworkers = 0;
     if (pthread_mutex_trylock(&engine_mu) == 0) {
         pthread_mutex_unlock(&engine_mu);

@@ -222,6 +222,54 @@ def test_fork_child_gets_a_clear_error_under_the_gpu_rule(run_python):
             assert "spawn" in v
 
 
+FORK_DURING_TRANSFER = r"""
+import json, os, resource, threading, time
+import numpy as np
+import pygpu
+pygpu.transfer_config(min_bytes=0, chunk=1 << 20, depth=3, threads=2)
+a = np.arange(1 << 20, dtype=np.float64)            # 8 MiB: staged, in 1 MiB chunks
+stop = threading.Event()
+
+def busy():
+    while not stop.is_set():
+        pygpu.to_gpu(a).get()
+
+t = threading.Thread(target=busy)
+t.start()
+time.sleep(0.05)
+spent = []
+for _ in range(4):
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        assert (pygpu.to_gpu(a).get() == a).all()  # the child's own staged transfer
+        u = resource.getrusage(resource.RUSAGE_SELF)
+        time.sleep(0.4)                            # then idle: its workers should be too
+        v = resource.getrusage(resource.RUSAGE_SELF)
+        os.write(w, json.dumps(v.ru_utime + v.ru_stime - u.ru_utime - u.ru_stime).encode())
+        os._exit(0)
+    os.close(w)
+    spent.append(json.loads(os.read(r, 100)))
+    os.close(r)
+    assert os.waitpid(pid, 0)[1] == 0
+stop.set()
+t.join()
+print(json.dumps(spent))
+"""
+
+
+@needs_host
+def test_a_child_forked_during_a_transfer_does_not_spin(run_python):
+    """A transfer running in another thread at the fork is the parent's: the
+    child's workers do not keep spinning for it once the child's own
+    transfers are done (they did, a core each, for the child's life)."""
+    env = {"PYGPU_BACKEND": "host", "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0"}
+    proc = run_python(FORK_DURING_TRANSFER, env=env, timeout=120)
+    spent = json.loads(proc.stdout.splitlines()[-1])
+    assert len(spent) == 4
+    assert max(spent) < 0.2, spent            # CPU seconds over 0.4 s of sleep
+
+
 FORK_BEFORE_USE = r"""
 import os
 import numpy as np
