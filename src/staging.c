@@ -131,7 +131,7 @@ typedef void (*part_fn)(void *arg, int part, int nparts);
 static pthread_mutex_t job_mu = PTHREAD_MUTEX_INITIALIZER;    /* one job at a time */
 static pthread_mutex_t work_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t work_cv = PTHREAD_COND_INITIALIZER;
-static int nworkers;
+static atomic_int nworkers;       /* started (they only grow, under job_mu) */
 static atomic_int alive, quitting;      /* workers running; set at exit: they stop */
 static atomic_ulong job_gen;
 static atomic_int sleepers;
@@ -165,8 +165,11 @@ static void *worker_main(void *arg)
     int me = (int)(intptr_t)arg;
     unsigned long seen = atomic_load(&job_gen);
     while (!atomic_load(&quitting)) {
-        for (int i = 0; i < SPIN_ROUNDS && atomic_load(&job_gen) == seen && !atomic_load(&quitting); i++) {
-            if (atomic_load(&hot) > 0 && me < atomic_load(&job_workers)) {
+        /* (a worker beyond those the settings ask for sleeps) */
+        for (int i = 0; i < SPIN_ROUNDS && atomic_load(&job_gen) == seen && !atomic_load(&quitting) &&
+                        me < atomic_load(&job_workers);
+             i++) {
+            if (atomic_load(&hot) > 0) {
                 i = 0;
                 cpu_relax();
             } else if (i < PAUSE_ROUNDS) {
@@ -178,7 +181,8 @@ static void *worker_main(void *arg)
         if (atomic_load(&job_gen) == seen) {
             pthread_mutex_lock(&work_mu);
             atomic_fetch_add(&sleepers, 1);
-            while (atomic_load(&job_gen) == seen && atomic_load(&hot) == 0 && !atomic_load(&quitting))
+            while (atomic_load(&job_gen) == seen && (atomic_load(&hot) == 0 || me >= atomic_load(&job_workers)) &&
+                   !atomic_load(&quitting))
                 pthread_cond_wait(&work_cv, &work_mu);
             atomic_fetch_sub(&sleepers, 1);
             pthread_mutex_unlock(&work_mu);
@@ -215,21 +219,21 @@ static int ensure_workers(int n)
         n = MAX_THREADS - 1;
     if (!at_exit && atexit(stop_workers) == 0)
         at_exit = 1;
-    while (nworkers < n && !atomic_load(&quitting)) {
+    while (atomic_load(&nworkers) < n && !atomic_load(&quitting)) {
         pthread_t t;
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         atomic_fetch_add(&alive, 1);
-        int r = pthread_create(&t, &attr, worker_main, (void *)(intptr_t)nworkers);
+        int r = pthread_create(&t, &attr, worker_main, (void *)(intptr_t)atomic_load(&nworkers));
         pthread_attr_destroy(&attr);
         if (r != 0) {
             atomic_fetch_sub(&alive, 1);
             break;
         }
-        nworkers++;
+        atomic_fetch_add(&nworkers, 1);
     }
-    return nworkers;
+    return atomic_load(&nworkers);
 }
 
 /* A job handed to the workers, to be joined by its caller. */
@@ -608,7 +612,7 @@ void pygpu_staging_fork(enum pygpu_fork_phase phase)
     atomic_store(&alive, 0);
     atomic_store(&hot, 0);          /* (a transfer in the parent is not the child's: no spinning on it) */
     atomic_store(&job_workers, 0);
-    nworkers = 0;
+    atomic_store(&nworkers, 0);
     if (pthread_mutex_trylock(&engine_mu) == 0) {
         pthread_mutex_unlock(&engine_mu);
     } else {
@@ -811,6 +815,10 @@ static int engine_take(pygpu_transfer_config *cfg, ptrdiff_t itemsize)
         pthread_mutex_unlock(&engine_mu);
         return 0;
     }
+    /* The workers this transfer's settings ask for spin while it runs;
+     * the others sleep. */
+    int started = atomic_load(&nworkers);
+    atomic_store(&job_workers, cfg->threads - 1 < started ? cfg->threads - 1 : started);
     atomic_fetch_add(&hot, 1);
     if (atomic_load(&sleepers) > 0) {     /* wake them while the transfer sets out */
         pthread_mutex_lock(&work_mu);

@@ -423,6 +423,38 @@ def test_uploads_that_fill_several_staging_buffers(nbytes):
         pygpu.transfer_config(**saved)
 
 
+FEWER_THREADS_SCRIPT = r"""
+import json, resource, time
+import numpy as np, pygpu
+a = np.arange(1 << 19, dtype=np.float64)                # 4 MiB
+pygpu.transfer_config(min_bytes=0, chunk=256 << 10, depth=3, threads=4)
+assert (pygpu.to_gpu(a).get() == a).all()              # three workers started
+pygpu.transfer_config(threads=1)                       # now the caller alone
+g = pygpu.to_gpu(a)
+u, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+while time.perf_counter() - t0 < 0.5:
+    g.set(a)
+    g.get()
+v, t1 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+print(json.dumps((v.ru_utime + v.ru_stime - u.ru_utime - u.ru_stime) / (t1 - t0)))
+"""
+
+
+def test_workers_beyond_the_thread_setting_sleep():
+    """After transfer_config(threads=...) is lowered, the workers started
+    for the earlier setting neither take part nor spin while transfers run
+    (they did: a core each)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    p = subprocess.run([sys.executable, "-c", FEWER_THREADS_SCRIPT], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYGPU_BACKEND="host"))
+    assert p.returncode == 0, p.stderr
+    cores_busy = json.loads(p.stdout.splitlines()[-1])
+    assert cores_busy < 1.5, cores_busy        # CPU seconds per second: the caller's one
+
+
 PARTS_SCRIPT = r"""
 import numpy as np, pygpu
 rng = np.random.default_rng(5)
