@@ -522,8 +522,9 @@ def test_ab_staging_tool_runs():
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     assert "as built" in lines[0] and "PYGPU_STAGING_MERGE=0" in lines[0], p.stdout
-    assert len(lines) == 1 + 4 * 2, p.stdout
-    for line in lines[1:]:
+    assert len(lines) == 1 + 5 * 2 + 2, p.stdout
+    assert lines[-2].startswith("(as built: ") and lines[-1].startswith("(PYGPU_STAGING_MERGE=0: "), p.stdout
+    for line in lines[1:-2]:
         assert len(re.findall(r"\d+\.\d \[\d+-\d+\]", line)) == 2, line
 
 

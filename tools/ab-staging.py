@@ -9,11 +9,13 @@ taking turns, several rounds, and the medians compared:
 
 A SETTING is environment assignments separated by spaces: for example
 PYGPU_STAGING_MERGE=0, or PYTHONPATH=/path/to/another/checkout to measure
-another build (built in place there).  The first column is as built.  Each
+another build (`git worktree add DIR COMMIT`; it is built in place there
+first when it has no build yet).  The first column is as built.  Each
 cell: median GB/s, the ratio to raw pinned cudaMemcpy (as built, same run;
 none on the host backend), [lowest-highest].
 """
 import argparse
+import glob
 import json
 import os
 import statistics
@@ -46,9 +48,11 @@ for label in sys.argv[1:]:
         "get(ary=pageable)": lambda: g.get(ary=dst),
         "rows [::2] up": lambda: g_rows[::2].set(h_rows),
         "elements [::2] down": lambda: g_elems[::2].get(),
+        "get(ary=fresh)": lambda: g.get(ary=np.empty(n, np.uint8)),
     })
     for name, fn in cases.items():
         out[f"{name} {label}"] = n / bench.time_case(fn, n, 0.25) / 1e9
+out["module"] = pygpu.__file__
 print(json.dumps(out))
 """
 
@@ -60,16 +64,30 @@ def main(argv=None):
     ap.add_argument("settings", nargs="*")
     args = ap.parse_args(argv)
     settings = [""] + args.settings
+    for s in settings:                      # other checkouts: built in place once
+        for kv in s.split():
+            key, _, path = kv.partition("=")
+            if key == "PYTHONPATH" and os.path.exists(os.path.join(path, "setup.py")) and \
+                    not glob.glob(os.path.join(path, "pygpu", "_*.so")):
+                subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=path, check=True,
+                               capture_output=True)
     res = {s: {} for s in settings}
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(here)
+    modules = {}
     for _ in range(args.reps):
         for s in settings:
-            env = dict(os.environ, **dict(kv.split("=", 1) for kv in s.split()))
+            # (run from tools/, which holds no pygpu: this checkout comes by PYTHONPATH unless the setting says)
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+            env.update(dict(kv.split("=", 1) for kv in s.split()))
             p = subprocess.run([sys.executable, "-c", CHILD, *args.sizes.split(",")], env=env, capture_output=True,
-                               text=True)
+                               text=True, cwd=here)
             if p.returncode != 0 or not p.stdout.strip():
                 print(f"{s or 'as built'}: failed: {p.stderr[-2000:]}", file=sys.stderr)
                 return 1
-            for k, v in json.loads(p.stdout.strip().splitlines()[-1]).items():
+            got = json.loads(p.stdout.strip().splitlines()[-1])
+            modules[s] = got.pop("module")
+            for k, v in got.items():
                 res[s].setdefault(k, []).append(v)
     width = max(24, *(len(s) + 2 for s in settings))
     print(f"{'case':<28}" + "".join(f"{(s or 'as built'):>{width}}" for s in settings))
@@ -84,6 +102,8 @@ def main(argv=None):
             ratio = f" ({m / statistics.median(ceil):.2f})" if ceil else ""
             cells.append(f"{m:.1f}{ratio} [{min(v):.0f}-{max(v):.0f}]")
         print(f"{k:<28}" + "".join(f"{c:>{width}}" for c in cells))
+    for s in settings:
+        print(f"({s or 'as built'}: {os.path.dirname(modules[s])})")
     return 0
 
 
