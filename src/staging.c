@@ -1115,7 +1115,7 @@ typedef struct {
  * buffers (a whole 256 MiB block this way ran at 0.71-0.78, the ring 0.88).
  * *done = 0 when the transfer is not for this path. */
 static pygpu_status d2h_whole(pygpu_staging_ctx *c, pygpu_host_layout h, const char *dev,
-                              const pygpu_transfer_config *cfg, int *done)
+                              const pygpu_transfer_config *cfg, int fresh, int *done)
 {
     ptrdiff_t n = layout_size(&h);
     size_t total = (size_t)(n * h.itemsize);
@@ -1126,9 +1126,16 @@ static pygpu_status d2h_whole(pygpu_staging_ctx *c, pygpu_host_layout h, const c
         return 0;
     r = buffers_free(c);
     trace_note('b', 0, total);
-    /* Queued two windows ahead at first, then more while the workers copy
-     * each window out (each call takes about 4 us: queuing them all before
-     * the first copy-out held it back by some 50 us of a 16 MiB transfer). */
+    /* Into fresh memory: every window is queued, and the workers fault the
+     * destination in while the DMA runs. */
+    while (fresh && r == 0 && queued < nwin)
+        if ((r = queue_window(c, &win[queued], queued, dev, h.itemsize)) == 0)
+            queued++;
+    if (fresh && r == 0)
+        pygpu_parallel_prefault(h.ptr, total);
+    /* Else queued two windows ahead at first, then more while the workers
+     * copy each window out (each call takes about 4 us: queuing them all
+     * before the first copy-out held it back by some 50 us of 16 MiB). */
     for (k = 0; r == 0 && k < nwin; k++) {
         while (r == 0 && queued < nwin && queued < k + 2)
             if ((r = queue_window(c, &win[queued], queued, dev, h.itemsize)) == 0)
@@ -1176,14 +1183,14 @@ pygpu_status pygpu_staged_d2h(pygpu_staging_ctx *c, pygpu_host_layout h, const c
     *staged = 1;
     /* Into memory never touched (a new NumPy array of 32 MiB or more is
      * fresh from the kernel): its pages are faulted in by all the workers
-     * first, not one at a time by whichever worker meets them in the
-     * middle of its part.  Measured on an H100 host: get(ary=fresh) 256
-     * MiB 15.9 GB/s; the same copy into a prefaulted new array 24.4. */
+     * while the first DMAs run, not one at a time by whichever worker
+     * meets them in the middle of its part.  Measured on an H100 host:
+     * get(ary=fresh) 256 MiB 15.9 GB/s; the same copy into a new array
+     * faulted in first, 24.4. */
     size_t total = (size_t)(layout_size(&h) * h.itemsize);
-    if (total >= FRESH_MIN && h.nd == 1 && h.strides[0] == h.itemsize && looks_fresh(h.ptr, total))
-        pygpu_parallel_prefault(h.ptr, total);
+    int fresh = total >= FRESH_MIN && h.nd == 1 && h.strides[0] == h.itemsize && looks_fresh(h.ptr, total);
     int whole = 0;
-    r = d2h_whole(c, h, dev, &cfg, &whole);
+    r = d2h_whole(c, h, dev, &cfg, fresh, &whole);
     if (whole) {
         engine_give();
         return r;
@@ -1204,6 +1211,9 @@ pygpu_status pygpu_staged_d2h(pygpu_staging_ctx *c, pygpu_host_layout h, const c
                                PYGPU_COPY_D2H);
             trace_note('q', issued, 0);
         }
+        if (fresh && r == 0)            /* (the first `depth` chunks are on their way) */
+            pygpu_parallel_prefault(h.ptr, total);
+        fresh = 0;
         if (retired == issued)
             break;
         int b = retired % eng.depth;

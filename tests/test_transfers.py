@@ -232,12 +232,13 @@ def test_every_other_element_down_into_any_alignment(staging, dtype):
     np.testing.assert_array_equal(gm[:, ::2].get(), m[:, ::2])
 
 
-def test_downloads_into_fresh_or_partly_touched_memory():
+@pytest.mark.parametrize("chunk, depth", [(4 << 20, 4), (16 << 20, 3)])   # through the ring; all in the buffers
+def test_downloads_into_fresh_or_partly_touched_memory(chunk, depth):
     """A download of 32 MiB or more into memory never touched has its pages
-    faulted in first; the elements are right whether the destination is
-    fresh, touched in part or all, or a view."""
+    faulted in while the first DMAs run; the elements are right whether the
+    destination is fresh, touched in part or all, or a view."""
     saved = pygpu.transfer_config()
-    pygpu.transfer_config(min_bytes=0, chunk=4 << 20, depth=4)
+    pygpu.transfer_config(min_bytes=0, chunk=chunk, depth=depth)
     try:
         n = (33 << 20) // 8
         a = np.random.default_rng(3).standard_normal(n)
