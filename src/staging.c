@@ -66,7 +66,7 @@ static void read_env(void)
 {
     const char *trace = getenv("PYGPU_STAGING_TRACE"), *nt = getenv("PYGPU_STAGING_NT");
     trace_on = trace && strcmp(trace, "0") != 0;
-    stream_stores = !(nt && strcmp(nt, "0") == 0);
+    stream_stores = nt && *nt ? (strcmp(nt, "2") == 0 ? 2 : strcmp(nt, "0") != 0) : 1;
     const char *rows = getenv("PYGPU_STAGING_ROWS"), *bounce = getenv("PYGPU_STAGING_BOUNCE");
     rows_any_size = rows && strcmp(rows, "1") == 0;
     if (bounce && *bounce)
@@ -317,7 +317,11 @@ typedef struct {
  * host (16 cores): 16 MiB to_gpu from pageable memory 0.44 -> 0.74 of the
  * link, 64 MiB 0.71 -> 0.79; with 16 MiB chunks (256 MiB transfers) plain
  * stores were faster (0.87 against 0.80), and copies into the user's memory
- * going down were slower with them.  PYGPU_STAGING_NT=0 turns it off. */
+ * going down were slower with them.  PYGPU_STAGING_NT=0 turns it off;
+ * PYGPU_STAGING_NT=2 (to be measured) writes with plain stores and then
+ * demotes each line to the shared cache, where the DMA engine could read it
+ * with no memory traffic at all (on an H100 host the DMA slowed to about
+ * 43 GB/s while the workers' stores went to memory). */
 #define STREAM_MIN 4096
 #define STREAM_MAX_CHUNK ((ptrdiff_t)8 << 20)
 
@@ -341,8 +345,17 @@ static void stream_copy(char *dst, const char *src, size_t n)
     memcpy(dst, src, n);
     _mm_sfence();       /* the stores are visible before the part is reported done */
 }
+/* Plain stores, then each line demoted from the core's caches to the
+ * shared one (CLDEMOTE, a hint: a no-op on CPUs without it). */
+static void demote_copy(char *dst, const char *src, size_t n)
+{
+    memcpy(dst, src, n);
+    for (uintptr_t a = (uintptr_t)dst & ~(uintptr_t)63; a < (uintptr_t)dst + n; a += 64)
+        __asm__ volatile(".byte 0x0f, 0x1c, 0x00" : : "a"(a) : "memory");    /* cldemote (%rax) */
+}
 #else
 static void stream_copy(char *dst, const char *src, size_t n) { memcpy(dst, src, n); }
+static void demote_copy(char *dst, const char *src, size_t n) { memcpy(dst, src, n); }
 #endif
 
 /* Elements [start, start + count), in C order over shape, from src to dst. */
@@ -378,7 +391,7 @@ static void range_copy(side dst, side src, int nd, const ptrdiff_t *shape, ptrdi
         if (run > count)
             run = count;
         if (stream && step[0] == itemsize && step[1] == itemsize && run * itemsize >= STREAM_MIN)
-            stream_copy(p[0], p[1], (size_t)(run * itemsize));
+            (stream == 2 ? demote_copy : stream_copy)(p[0], p[1], (size_t)(run * itemsize));
         else
             pygpu_copy_row(p[0], step[0], p[1], step[1], run, itemsize);
         count -= run;
@@ -400,7 +413,7 @@ typedef struct {
     const ptrdiff_t *shape;
     int nd;
     ptrdiff_t itemsize, start, count;
-    int stream;                 /* non-temporal stores (into a staging buffer) */
+    int stream;                 /* into a staging buffer: 1 non-temporal stores, 2 demoted lines */
 } range_job;
 
 static side advance(side s, ptrdiff_t elements, ptrdiff_t itemsize)
@@ -802,7 +815,7 @@ static int stop_now(pygpu_staging_ctx *c)
 /* Whether a chunk of `bytes` going up is written with non-temporal stores. */
 static int up_stream(ptrdiff_t bytes)
 {
-    return stream_stores && bytes <= STREAM_MAX_CHUNK;
+    return bytes <= STREAM_MAX_CHUNK ? stream_stores : 0;
 }
 
 /* Take the engine and its buffers for one transfer; 0 if not to be had. */

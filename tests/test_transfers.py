@@ -456,6 +456,32 @@ def test_workers_beyond_the_thread_setting_sleep():
     assert cores_busy < 1.5, cores_busy        # CPU seconds per second: the caller's one
 
 
+STORES_SCRIPT = r"""
+import numpy as np, pygpu
+pygpu.transfer_config(min_bytes=0, chunk=1 << 20, depth=3, threads=2)
+rng = np.random.default_rng(9)
+for n in (5 << 17, (3 << 20) + 13):                  # fits the buffers; through the ring
+    a = rng.integers(0, 255, n, dtype=np.uint8)
+    assert (pygpu.to_gpu(a).get() == a).all()
+    b = rng.standard_normal((n // 64, 8))[:, ::2]     # gathered into the buffers
+    assert (pygpu.to_gpu(b).get() == b).all()
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("mode", ["0", "1", "2"])
+def test_every_store_mode_into_the_staging_buffers(mode):
+    """PYGPU_STAGING_NT: plain stores (0), non-temporal ones (1, the default)
+    and plain stores with each line demoted to the shared cache (2) fill the
+    staging buffers with the same bytes."""
+    import os
+    import subprocess
+    import sys
+    p = subprocess.run([sys.executable, "-c", STORES_SCRIPT], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYGPU_BACKEND="host", PYGPU_STAGING_NT=mode))
+    assert p.returncode == 0 and p.stdout.split()[-1] == "ok", p.stderr
+
+
 PARTS_SCRIPT = r"""
 import numpy as np, pygpu
 rng = np.random.default_rng(5)

@@ -50,7 +50,7 @@ if [ "$what" = ab ]; then
     echo "== python -m pygpu.bench (as built)"
     python3 -m pygpu.bench --sizes 8 16M 64M 256M --peers 2>/dev/null
     echo "== the staging choices, each switched off, interleaved (tools/ab-staging.py)"
-    python3 tools/ab-staging.py ${GPU_CHECK_AB:-PYGPU_STAGING_PARTS=1 PYGPU_STAGING_MERGE=0 PYGPU_STAGING_ROWS=1 PYGPU_STAGING_NT=0}
+    python3 tools/ab-staging.py ${GPU_CHECK_AB:-PYGPU_STAGING_PARTS=1 PYGPU_STAGING_MERGE=0 PYGPU_STAGING_ROWS=1 PYGPU_STAGING_NT=0 PYGPU_STAGING_NT=2}
     echo "== 8-byte copies without the bounce block (PYGPU_STAGING_BOUNCE=0)"
     PYGPU_STAGING_BOUNCE=0 python3 -m pygpu.bench --sizes 8 --peers 2>/dev/null | tail -n +4
     echo "== timelines of the staged cases (tools/trace-cases.py 16M, in $OUT/traces.txt)"
