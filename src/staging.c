@@ -92,7 +92,9 @@ static void config_defaults(void)
      * 16-core H100 host, interleaved in one process, get(ary=pageable) of
      * 16 MiB: 16 threads 0.72 of the link, 14 0.78, 12 0.80, 10 0.80, 8
      * 0.77; 64 MiB 0.91, 0.90, 0.88, 0.86, 0.83; to_gpu 0.76-0.78 at every
-     * count (the link is its limit). */
+     * count (the link is its limit).  A second such run, 16 threads against
+     * 12: equal at 16 and 256 MiB, and at 1 GiB get(ary) 53.4 GB/s against
+     * 46.2 (to_gpu 49.9 against 51.6): to be measured again. */
     config.threads = cpus > 1 ? (int)(cpus - cpus / 4) : 1;
     if (config.threads > 16)
         config.threads = 16;
