@@ -10,7 +10,8 @@ taking turns, several rounds, and the medians compared:
 A SETTING is environment assignments separated by spaces: for example
 PYGPU_STAGING_MERGE=0, or PYTHONPATH=/path/to/another/checkout to measure
 another build (`git worktree add DIR COMMIT`; it is built in place there
-first when it has no build yet).  The first column is as built.  Each
+first when it has no build yet), or AB_THREADS=N, AB_CHUNK=BYTES,
+AB_DEPTH=N for transfer_config's settings.  The first column is as built.  Each
 cell: median GB/s, the ratio to raw pinned cudaMemcpy (as built, same run;
 none on the host backend), [lowest-highest].
 """
@@ -23,10 +24,13 @@ import subprocess
 import sys
 
 CHILD = r"""
-import json, sys
+import json, os, sys
 import numpy as np
 import pygpu
 from pygpu import bench
+for key in ("threads", "chunk", "depth"):               # AB_THREADS=16 and the like: transfer_config
+    if os.environ.get("AB_" + key.upper()):
+        pygpu.transfer_config(**{key: int(os.environ["AB_" + key.upper()])})
 out = {}
 raw = bench.RawCuda()
 for label in sys.argv[1:]:
