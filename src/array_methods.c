@@ -64,23 +64,15 @@ static PyObject *new_host_array(pygpu_state *st, PyGPUArray *a, int pagelocked)
     if (pagelocked)
         return pygpu_pagelocked_empty(st, a->descr, a->nd, GA_SHAPE(a), 0);
     pygpu_transfer_config_get(&cfg);
-    if ((size_t)nbytes < cfg.min_bytes) {
-        Py_INCREF(a->descr);
-        return PyArray_Empty(a->nd, GA_SHAPE(a), a->descr, 0);
+    if ((size_t)nbytes >= cfg.min_bytes) {
+        out = pygpu_pagelocked_empty(st, a->descr, a->nd, GA_SHAPE(a), 1);
+        if (out || PyErr_Occurred())
+            return out;
     }
-    out = pygpu_pagelocked_empty(st, a->descr, a->nd, GA_SHAPE(a), 1);
-    if (out || PyErr_Occurred())
-        return out;
-    /* Past the pinned pool's limit: ordinary memory, whose pages are
-     * faulted in by all the workers at once before the copy (else the copy
-     * would take the faults, on one thread where it goes the runtime's way). */
+    /* (Past the pool's limit: a staged download of 32 MiB or more faults
+     * the fresh pages in while its DMA runs.) */
     Py_INCREF(a->descr);
-    if ((out = PyArray_Empty(a->nd, GA_SHAPE(a), a->descr, 0)) != NULL) {
-        Py_BEGIN_ALLOW_THREADS
-        pygpu_parallel_prefault(PyArray_BYTES((PyArrayObject *)out), (size_t)nbytes);
-        Py_END_ALLOW_THREADS
-    }
-    return out;
+    return PyArray_Empty(a->nd, GA_SHAPE(a), a->descr, 0);
 }
 
 PyObject *pygpu_array_get(PyGPUArray *a, PyObject *out, PyObject *stream, int pagelocked, int async)

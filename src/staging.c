@@ -514,36 +514,42 @@ static void prefault_part(void *arg, int k, int nparts)
     }
 }
 
-/* Whether [p, p + n) looks never touched: some of 4 pages sampled across it
- * have no memory yet (mincore costs about a microsecond a call). */
-static int looks_fresh(const char *p, size_t n)
+/* The whole pages of [p, p + n): their number, the first at *lo, of *page
+ * bytes each. */
+static size_t whole_pages(const void *p, size_t n, char **lo, size_t *page)
 {
     long ps = sysconf(_SC_PAGESIZE);
-    size_t page = ps > 0 ? (size_t)ps : 4096;
-    uintptr_t lo = ((uintptr_t)p + page - 1) / page * page, hi = ((uintptr_t)p + n) / page * page;
-    if (hi <= lo)
-        return 0;
-    size_t pages = (hi - lo) / page;
-    for (size_t k = 0; k < 4; k++) {
+    *page = ps > 0 ? (size_t)ps : 4096;
+    uintptr_t a = ((uintptr_t)p + *page - 1) / *page * *page, b = ((uintptr_t)p + n) / *page * *page;
+    *lo = (char *)a;
+    return b > a ? (b - a) / *page : 0;
+}
+
+/* Whether [p, p + n) looks never touched: some of 4 pages sampled across it
+ * have no memory yet (mincore costs about a microsecond a call). */
+static int looks_fresh(const void *p, size_t n)
+{
+    char *lo;
+    size_t page, pages = whole_pages(p, n, &lo, &page);
+    for (size_t k = 0; pages > 0 && k < 4; k++) {
         unsigned char v = 1;
-        if (mincore((void *)(lo + pages * (2 * k + 1) / 8 * page), page, &v) == 0 && !(v & 1))
+        if (mincore(lo + pages * (2 * k + 1) / 8 * page, page, &v) == 0 && !(v & 1))
             return 1;
     }
     return 0;
 }
 
-void pygpu_parallel_prefault(void *p, size_t n)
+/* Fault in the pages of [p, p + n), split across `threads` threads; their
+ * bytes are kept. */
+static void parallel_prefault(void *p, size_t n, int threads)
 {
-    pygpu_transfer_config c;
-    long ps = sysconf(_SC_PAGESIZE);
-    size_t page = ps > 0 ? (size_t)ps : 4096;
-    uintptr_t lo = ((uintptr_t)p + page - 1) / page * page, hi = ((uintptr_t)p + n) / page * page;
-    if (hi <= lo)
+    char *lo;
+    size_t page, pages = whole_pages(p, n, &lo, &page);
+    if (pages == 0)
         return;
-    pygpu_transfer_config_get(&c);
-    prefault_job j = {(char *)lo, hi - lo, page};
-    int parts = (int)((hi - lo) / ((size_t)4 << 20));      /* 4 MiB or more each */
-    run_parallel(prefault_part, &j, parts < 1 ? 1 : parts > c.threads ? c.threads : parts, c.threads);
+    prefault_job j = {lo, pages * page, page};
+    int parts = (int)(pages * page / ((size_t)4 << 20));      /* 4 MiB or more each */
+    run_parallel(prefault_part, &j, parts < 1 ? 1 : parts > threads ? threads : parts, threads);
 }
 
 /* ---- the engine: staging buffers, their events, one transfer at a time ---- */
@@ -1148,7 +1154,7 @@ static pygpu_status d2h_whole(pygpu_staging_ctx *c, pygpu_host_layout h, const c
         if ((r = queue_window(c, &win[queued], queued, dev, h.itemsize)) == 0)
             queued++;
     if (fresh && r == 0)
-        pygpu_parallel_prefault(h.ptr, total);
+        parallel_prefault(h.ptr, total, cfg->threads);
     /* Else queued two windows ahead at first, then more while the workers
      * copy each window out (each call takes about 4 us: queuing them all
      * before the first copy-out held it back by some 50 us of 16 MiB). */
@@ -1197,12 +1203,12 @@ pygpu_status pygpu_staged_d2h(pygpu_staging_ctx *c, pygpu_host_layout h, const c
     if (!engine_take(&cfg, h.itemsize))
         return 0;
     *staged = 1;
-    /* Into memory never touched (a new NumPy array of 32 MiB or more is
-     * fresh from the kernel): its pages are faulted in by all the workers
-     * while the first DMAs run, not one at a time by whichever worker
-     * meets them in the middle of its part.  Measured on an H100 host:
-     * get(ary=fresh) 256 MiB 15.9 GB/s; the same copy into a new array
-     * faulted in first, 24.4. */
+    /* Into memory never touched (a new NumPy array of 32 MiB or more, or
+     * the array get() makes past the pinned pool's limit, is fresh from the
+     * kernel): its pages are faulted in by all the workers while the first
+     * DMAs run, not one at a time by whichever worker meets them in the
+     * middle of its part.  Measured on an H100 host: get(ary=fresh) 256 MiB
+     * 15.9 GB/s; the same copy into a new array faulted in first, 24.4. */
     size_t total = (size_t)(layout_size(&h) * h.itemsize);
     int fresh = total >= FRESH_MIN && h.nd == 1 && h.strides[0] == h.itemsize && looks_fresh(h.ptr, total);
     int whole = 0;
@@ -1228,7 +1234,7 @@ pygpu_status pygpu_staged_d2h(pygpu_staging_ctx *c, pygpu_host_layout h, const c
             trace_note('q', issued, 0);
         }
         if (fresh && r == 0)            /* (the first `depth` chunks are on their way) */
-            pygpu_parallel_prefault(h.ptr, total);
+            parallel_prefault(h.ptr, total, cfg.threads);
         fresh = 0;
         if (retired == issued)
             break;

@@ -60,11 +60,6 @@ void pygpu_parallel_strided_copy(char *dst, const ptrdiff_t *dst_strides, const 
                                  const ptrdiff_t *src_strides, int nd, const ptrdiff_t *shape,
                                  ptrdiff_t itemsize, ptrdiff_t start, ptrdiff_t count);
 
-/* Fault in the pages of memory that was never touched ([p, p + n), which
- * the caller owns and whose bytes do not matter yet), split across the
- * workers, so that a copy into it runs as into touched memory. */
-void pygpu_parallel_prefault(void *p, size_t n);
-
 /* ---- the pipeline ------------------------------------------------------- */
 
 /* Polled between chunks; non-zero stops the transfer (KeyboardInterrupt). */
