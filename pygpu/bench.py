@@ -245,15 +245,24 @@ def measure(sizes, peers=("cupy", "torch", "numba"), progress=None, budget=0.5):
             progress(f"{key[0]} {key[1]}, {size_name(n)}")
         fn, keep = setup()
         t = time_case(fn, n, budget)
+        if n in results.get(key, {}):           # measured twice: keep the faster
+            t = min(t, results[key][n][0])
         results.setdefault(key, {})[n] = (t, n / t / 1e9)
         del keep
 
-    for n in sizes:
+    def ceilings(n):
         if raw.available():
             for d in ("H2D", "D2H"):
                 run(("raw cudaMemcpy", f"{d} pinned"), lambda: raw.case(d, n), n)
+
+    for n in sizes:
+        # The ceiling is measured before and after PyGPU's cases, and the
+        # faster of the two kept: a dip in one measurement of it (these
+        # machines are shared) would otherwise flatter every ratio.
+        ceilings(n)
         for name, setup in pygpu_cases(n).items():
             run(("pygpu", name), setup, n)
+        ceilings(n)
         for lib in peers:
             if n > 256 * MiB:
                 continue                        # the peers' pageable paths take seconds per GiB

@@ -22,3 +22,20 @@ def test_main_job(run_python):
 def test_main_job_help():
     r = subprocess.run([sys.executable, "-m", "pygpu", "--help"], capture_output=True, text=True)
     assert r.returncode == 0 and "--no-bench" in r.stdout
+
+
+def test_bench_ceiling_keeps_the_faster_of_two_measurements(monkeypatch):
+    """python -m pygpu.bench measures the raw pinned ceiling before and after
+    PyGPU's cases at each size and keeps the faster: a dip in one measurement
+    must not flatter the ratios."""
+    from pygpu import bench
+    script = iter([2.0, 3.0, 4.0, 1.0, 6.0])     # raw H2D, raw D2H, pygpu, raw H2D again, raw D2H again
+    monkeypatch.setattr(bench.RawCuda, "available", lambda self: True)
+    monkeypatch.setattr(bench.RawCuda, "case", lambda self, d, n: (lambda: None, None))
+    monkeypatch.setattr(bench, "pygpu_cases", lambda n: {"H2D pageable": lambda: (lambda: None, None)})
+    monkeypatch.setattr(bench, "time_case", lambda fn, n, budget: next(script))
+    res = bench.measure([1 << 20], peers=())
+    assert res["raw cudaMemcpy", "H2D pinned"][1 << 20][0] == 1.0
+    assert res["raw cudaMemcpy", "D2H pinned"][1 << 20][0] == 3.0
+    assert res["pygpu", "H2D pageable"][1 << 20][0] == 4.0
+    assert bench.ceiling(res, "H2D pageable", 1 << 20) == (1 << 20) / 1.0 / 1e9
