@@ -232,6 +232,44 @@ def test_every_other_element_down_into_any_alignment(staging, dtype):
     np.testing.assert_array_equal(gm[:, ::2].get(), m[:, ::2])
 
 
+@pytest.mark.parametrize("pipeline", [False, True], ids=["as set", "staged small"])
+def test_narrow_views_down_are_gathered_on_the_device_in_pieces(request, pipeline):
+    """Views of 1 MiB and more whose rows are 4 to 63 bytes come down
+    gathered on the device in pieces, each sent down once gathered: random
+    shapes, steps and offsets, into a new array, a pageable or page-locked
+    one, a strided one, and asynchronously; the same elements as NumPy."""
+    if pipeline:
+        request.getfixturevalue("staging")
+    rng = np.random.default_rng(11 + pipeline)
+    cases = [(np.float32, (3_000_000,), (slice(None, None, 2),)),          # 5.7 MiB: 4 pieces
+             (np.float64, (2_400_001,), (slice(None, None, -3),)),         # backwards
+             (np.complex128, (150_000,), (slice(7, None, 2),)),            # 16-byte rows
+             (np.int32, (9, 70_001), (slice(None), slice(1, None, 2))),    # fewer rows than pieces
+             (np.int16, (2_000, 1_000), (slice(None, None, 3), slice(2, 14)))]   # 24-byte rows
+    for _ in range(4):
+        dt = rng.choice([np.float32, np.float64, np.uint32, np.int64])
+        n0 = int(rng.integers(300, 3000))
+        n1 = int(rng.integers(300, 1000))
+        cases.append((dt, (n0, n1), (slice(int(rng.integers(0, 3)), None, int(rng.integers(1, 4))),
+                                      slice(int(rng.integers(0, 5)), None, int(rng.integers(2, 6))))))
+    for dt, shape, key in cases:
+        a = (rng.standard_normal(shape) * 1000).astype(dt)
+        g = pygpu.to_gpu(a)
+        want = a[key]
+        what = str((np.dtype(dt).name, shape, key))
+        np.testing.assert_array_equal(g[key].get(), want, err_msg=what)
+        for out in (np.zeros(want.shape, dt), pygpu.pagelocked_zeros(want.shape, dt),
+                    np.zeros(want.shape, dt, order="F"),
+                    np.zeros(tuple(2 * n for n in want.shape), dt)[(slice(None, None, 2),) * want.ndim]):
+            g[key].get(ary=out)
+            np.testing.assert_array_equal(out, want, err_msg=what)
+        s = pygpu.Stream(non_blocking=True)
+        out = pygpu.pagelocked_zeros(want.shape, dt)
+        g[key].get_async(s, out)
+        s.synchronize()
+        np.testing.assert_array_equal(out, want, err_msg=what)
+
+
 @pytest.mark.parametrize("chunk, depth", [(4 << 20, 4), (16 << 20, 3)])   # through the ring; all in the buffers
 def test_downloads_into_fresh_or_partly_touched_memory(chunk, depth):
     """A download of 32 MiB or more into memory never touched has its pages
@@ -378,7 +416,8 @@ g = pygpu.to_gpu(a)                                  # h2d
 out = np.empty_like(a)
 g.get(ary=out)                                       # d2h (whole)
 assert (out == a).all()
-assert (g[::2].get() == a[::2]).all()                # d2h (view)
+h = np.arange(1 << 20, dtype=np.int16)               # 2 MiB of 2-byte elements: the host gathers them
+assert (pygpu.to_gpu(h)[::2].get() == h[::2]).all()  # d2h (view)
 d = pygpu.zeros((2048, 256), np.uint8)
 rows = np.ones((1024, 256), np.uint8)
 d[::2] = rows                                        # h2d (rows)
