@@ -233,6 +233,39 @@ def test_every_other_element_down_into_any_alignment(staging, dtype):
 
 
 @pytest.mark.parametrize("pipeline", [False, True], ids=["as set", "staged small"])
+def test_views_up_from_any_host_layout(request, pipeline):
+    """Uploads to device views (dense up and scattered on the device, or
+    staged straight into rows): random views and host layouts; every
+    element of the device array as NumPy has it (the ones outside the view
+    untouched)."""
+    if pipeline:
+        request.getfixturevalue("staging")
+    rng = np.random.default_rng(21 + pipeline)
+    cases = [(np.uint8, (6 << 20,), (slice(None, None, 2),)),                 # 3 MiB of single bytes
+             (np.float32, (3_000, 700), (slice(None, None, 2), slice(None))),   # rows of 2800 B
+             (np.float64, (1_001, 900), (slice(1, None, 3), slice(None, None, 2))),
+             (np.int16, (5, 400_000), (slice(None), slice(None, None, -3)))]    # 5 slabs, backwards
+    for _ in range(3):
+        dt = rng.choice([np.float32, np.int64, np.uint16])
+        shape = (int(rng.integers(200, 2000)), int(rng.integers(200, 2000)))
+        cases.append((dt, shape, tuple(slice(int(rng.integers(0, 3)), None, int(rng.choice([1, 2, -2, 3])))
+                                       for _ in shape)))
+    for dt, shape, key in cases:
+        base = (rng.standard_normal(shape) * 1000).astype(dt)
+        d = pygpu.to_gpu(base)
+        want = base.copy()
+        src = (rng.standard_normal(want[key].shape) * 1000).astype(dt)
+        what = str((np.dtype(dt).name, shape, key))
+        for layout in (np.ascontiguousarray, np.asfortranarray,
+                       lambda x: np.concatenate([x, x], axis=-1)[..., : x.shape[-1]]):
+            src = -src                                  # new values each time
+            host = layout(src)
+            want[key] = host
+            d[key] = host
+            np.testing.assert_array_equal(d.get(), want, err_msg=what)
+
+
+@pytest.mark.parametrize("pipeline", [False, True], ids=["as set", "staged small"])
 def test_narrow_views_down_are_gathered_on_the_device_in_pieces(request, pipeline):
     """Views of 1 MiB and more whose rows are 4 to 63 bytes come down
     gathered on the device in pieces, each sent down once gathered: random
