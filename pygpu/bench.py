@@ -24,7 +24,7 @@ import numpy as np
 import pygpu
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
-SIZES = [8, 64 * KiB, 1 * MiB, 16 * MiB, 256 * MiB, 1 * GiB]
+SIZES = [8, 64 * KiB, 1 * MiB, 16 * MiB, 64 * MiB, 256 * MiB, 1 * GiB]
 
 
 def parse_size(text):

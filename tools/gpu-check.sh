@@ -3,6 +3,7 @@
 # backend, run the benchmarks and the main job.  Logs go to $OUT (if set).
 #   bash tools/gpu-check.sh            everything
 #   bash tools/gpu-check.sh tests      build + tests only
+#   bash tools/gpu-check.sh bench      build + everything but the tests
 #   bash tools/gpu-check.sh devices    build + the multi-device and MPI tests + bench --devices
 #   bash tools/gpu-check.sh ab         build + python -m pygpu.bench (8 B to 256 MiB, no peers), then
 #                                      tools/ab-staging.py: as built against each setting in
@@ -64,13 +65,15 @@ if [ "$what" = devices ]; then
     exit 0
 fi
 
-echo "== tests (PYGPU_BACKEND=cuda)"
-python3 -m pytest -q -ra 2>&1 | tee "$OUT/tests-cuda.log" | tail -40
-echo "== tests (PYGPU_BACKEND=cuda, every pageable copy staged)"
-PYGPU_TEST_STAGING=1 python3 -m pytest -q -x 2>&1 | tail -3
-if [ "${GPU_CHECK_HOST:-1}" = 1 ]; then      # (GPU_CHECK_HOST=0: CI runs the host suite anyway)
-    echo "== tests (PYGPU_BACKEND=host)"
-    PYGPU_BACKEND=host python3 -m pytest -q 2>&1 | tail -3
+if [ "$what" != bench ]; then
+    echo "== tests (PYGPU_BACKEND=cuda)"
+    python3 -m pytest -q -ra 2>&1 | tee "$OUT/tests-cuda.log" | tail -40
+    echo "== tests (PYGPU_BACKEND=cuda, every pageable copy staged)"
+    PYGPU_TEST_STAGING=1 python3 -m pytest -q -x 2>&1 | tail -3
+    if [ "${GPU_CHECK_HOST:-1}" = 1 ]; then      # (GPU_CHECK_HOST=0: CI runs the host suite anyway)
+        echo "== tests (PYGPU_BACKEND=host)"
+        PYGPU_BACKEND=host python3 -m pytest -q 2>&1 | tail -3
+    fi
 fi
 [ "$what" = tests ] && exit 0
 
