@@ -370,9 +370,11 @@ static pygpu_status h2d(ctx *c, const pygpu_pair *p, const geometry *g, char *ds
  * MiB 0.49 of the link, 64 MiB 0.56, 256 MiB 0.61, against 0.32, 0.45 and
  * 0.48 through the host-side gather of the bytes the view covers (whose
  * ceiling is 0.5); 16 MiB gathered whole and then sent down, 0.39.  8-byte
- * elements, 16 MiB: 0.78.  The device gathers 4-byte rows at 34 GB/s,
- * 8-byte ones at 66, and rows of 1-3 bytes (not measured) would go slower
- * still: they stay with the host. */
+ * elements, 16 MiB: 0.78.  Into pageable memory (each piece staged) 4-byte
+ * elements came down at 19.6 GB/s (16 MiB) and 20.8 (64 MiB).  The device
+ * gathers 4-byte rows at 34 GB/s, 8-byte ones at 66, but 1- and 2-byte
+ * elements at 1.5 and 3 GB/s (the host-side gather: 9-15 and 15-22), so
+ * rows of 1-3 bytes stay with the host. */
 #define GATHER_MIN_WIDTH 4
 #define GATHER_MIN_BYTES ((size_t)1 << 20)
 #define GATHER_PIECE ((size_t)4 << 20)
