@@ -10,9 +10,10 @@
  *   3. otherwise the device side moves as one block: for host->device the
  *      host gathers into a dense buffer, which goes up in one copy and is
  *      scattered on the device by 2-D copies; for device->host with narrow
- *      rows, a gather on the device in pieces, each piece going down as
- *      soon as it is gathered (rows of 1-3 bytes: the bytes the view covers
- *      come down and the host gathers);
+ *      rows into page-locked memory, a gather on the device in pieces, each
+ *      piece going down as soon as it is gathered (into pageable memory, and
+ *      rows of 1-3 bytes: the bytes the view covers come down and the host
+ *      gathers);
  *   4. device->device layouts that would need many runtime calls go through
  *      the host.
  * Between two devices, each side is made dense on its own device (a gather
@@ -362,19 +363,21 @@ static pygpu_status h2d(ctx *c, const pygpu_pair *p, const geometry *g, char *ds
     return temps_free(c, &t, r);
 }
 
-/* Narrow rows (4 to 63 bytes) going down are gathered on the device by
- * 2-D copies, in pieces on a stream of their own, and each piece goes down
- * on c->s as soon as it is gathered: the two run on different copy engines,
- * and only the view's own bytes cross the link.  Measured on an H100,
- * every other element to page-locked memory (get()), 4-byte elements: 16
- * MiB 0.49 of the link, 64 MiB 0.56, 256 MiB 0.61, against 0.32, 0.45 and
- * 0.48 through the host-side gather of the bytes the view covers (whose
- * ceiling is 0.5); 16 MiB gathered whole and then sent down, 0.39.  8-byte
- * elements, 16 MiB: 0.78.  Into pageable memory (each piece staged) 4-byte
- * elements came down at 19.6 GB/s (16 MiB) and 20.8 (64 MiB).  The device
- * gathers 4-byte rows at 34 GB/s, 8-byte ones at 66, but 1- and 2-byte
- * elements at 1.5 and 3 GB/s (the host-side gather: 9-15 and 15-22), so
- * rows of 1-3 bytes stay with the host. */
+/* Narrow rows (4 to 63 bytes) going down into page-locked memory (get()'s
+ * new arrays) are gathered on the device by 2-D copies, in pieces on a
+ * stream of their own, and each piece goes down on c->s as soon as it is
+ * gathered: the two run on different copy engines, and only the view's own
+ * bytes cross the link.  Measured on an H100, every other element into
+ * get()'s array, against the host-side gather of the bytes the view covers
+ * (whose ceiling is 0.5 of the link): 4-byte elements 16 MiB 0.49 (0.32),
+ * 64 MiB 0.56 (0.45), 256 MiB 0.61 (0.48); 8-byte elements 16 MiB 0.75
+ * (0.33), 64 MiB 0.88 (0.43).  16 MiB gathered whole and then sent down:
+ * 0.39.  Into pageable memory, each piece staged, this way lost at 64 MiB
+ * (4-byte elements 21.3 GB/s against 24.3, 8-byte 22.1 against 24.9), so
+ * there the host gathers.  The device gathers 4-byte rows at 34 GB/s,
+ * 8-byte ones at 66, but 1- and 2-byte elements at 1.5 and 3 GB/s (the
+ * host-side gather: 9-15 and 15-22), so rows of 1-3 bytes stay with the
+ * host. */
 #define GATHER_MIN_WIDTH 4
 #define GATHER_MIN_BYTES ((size_t)1 << 20)
 #define GATHER_PIECE ((size_t)4 << 20)
@@ -484,7 +487,8 @@ static pygpu_status d2h(ctx *c, const pygpu_pair *p, const geometry *g, char *ds
             r = dense_to_host(c, p, 0, dst, t.dev, itemsize, c->async);
         return temps_free(c, &t, r);
     }
-    if (gd.calls <= MAX_DIRECT_CALLS && gd.width >= GATHER_MIN_WIDTH && nbytes >= GATHER_MIN_BYTES) {
+    if (gd.calls <= MAX_DIRECT_CALLS && gd.width >= GATHER_MIN_WIDTH && nbytes >= GATHER_MIN_BYTES &&
+        !pageable(dst, p, itemsize)) {
         const char *call = c->call;
         if (dev_temp(c, &t, nbytes) == 0)
             return gather_down(c, p, dst, src, itemsize, &t);

@@ -268,9 +268,10 @@ def test_views_up_from_any_host_layout(request, pipeline):
 @pytest.mark.parametrize("pipeline", [False, True], ids=["as set", "staged small"])
 def test_narrow_views_down_are_gathered_on_the_device_in_pieces(request, pipeline):
     """Views of 1 MiB and more whose rows are 4 to 63 bytes come down
-    gathered on the device in pieces, each sent down once gathered: random
-    shapes, steps and offsets, into a new array, a pageable or page-locked
-    one, a strided one, and asynchronously; the same elements as NumPy."""
+    gathered on the device in pieces, each sent down once gathered, when the
+    destination is page-locked (else the host gathers): random shapes, steps
+    and offsets, into a new array, a pageable or page-locked one, a strided
+    one, and asynchronously; the same elements as NumPy."""
     if pipeline:
         request.getfixturevalue("staging")
     rng = np.random.default_rng(11 + pipeline)
