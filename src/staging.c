@@ -972,6 +972,12 @@ static pygpu_status queue_up(pygpu_staging_ctx *c, char *dev, const part_window 
     return r;
 }
 
+/* Tell the caller that the DMA of the first `elements` is queued. */
+static pygpu_status tell_queued(pygpu_staging_ctx *c, ptrdiff_t elements, ptrdiff_t itemsize)
+{
+    return c->queued ? c->queued(c->queued_arg, (size_t)(elements * itemsize)) : 0;
+}
+
 /* h with its dimensions merged where the host memory runs on from one to
  * the next (and those of one element dropped), into shape and strides: for
  * a copy between h and dense staging, which runs in h's C order, so that a
@@ -1044,7 +1050,8 @@ static pygpu_status h2d_whole(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
         /* Windows [from, k) are in the buffers: they go now if the link
          * would otherwise run dry. */
         if (from < k && (k == nwin || calls < 2 || pygpu_rt_event_query(eng.whole[calls - 2]) == 0)) {
-            r = queue_up(c, dev, win, from, k, h.itemsize, &calls);
+            if ((r = queue_up(c, dev, win, from, k, h.itemsize, &calls)) == 0)
+                r = tell_queued(c, win[k - 1].e + win[k - 1].cnt, h.itemsize);
             from = k;
         }
         job_join(&p);
@@ -1110,6 +1117,8 @@ pygpu_status pygpu_staged_h2d(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
         }
         r = queue_copy(c, prev, dev + done->start * h.itemsize, eng.buf[prev], (size_t)(done->count * h.itemsize),
                        PYGPU_COPY_H2D);
+        if (r == 0)
+            r = tell_queued(c, done->start + done->count, h.itemsize);
         trace_note('q', k - 1, 0);
         if (!more)
             break;

@@ -65,12 +65,18 @@ void pygpu_parallel_strided_copy(char *dst, const ptrdiff_t *dst_strides, const 
 /* Polled between chunks; non-zero stops the transfer (KeyboardInterrupt). */
 typedef int (*pygpu_interrupt_fn)(void *arg);
 
+/* Told, in order, how many bytes of an upload's dense device side have
+ * their DMA queued on the stream; non-zero (a status) stops the transfer. */
+typedef pygpu_status (*pygpu_queued_fn)(void *arg, size_t bytes);
+
 typedef struct {
     pygpu_stream_t stream;
     pygpu_interrupt_fn interrupted;
     void *interrupt_arg;
     const char *call;           /* set to the runtime call that failed */
     int stopped;                /* set when `interrupted` stopped it */
+    pygpu_queued_fn queued;     /* if set: pygpu_staged_h2d calls it as its DMA is queued */
+    void *queued_arg;
 } pygpu_staging_ctx;
 
 /* The host layout of a staged copy: `ptr` + strides over the pair's shape

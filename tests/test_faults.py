@@ -399,7 +399,8 @@ def full_time(call):
     return best
 
 
-@pytest.mark.parametrize("direction", ["get", "strided get", "strided set", "get into strided host"])
+@pytest.mark.parametrize("direction", ["get", "strided get", "strided set", "get into strided host",
+                                       "strided set of 4-byte elements"])
 def test_interrupt_stops_staged_transfers_cleanly(staged_small, direction):
     """test_transfers.py interrupts a set(); the other directions of the
     pipeline stop as cleanly: between chunks (well before the transfer
@@ -413,7 +414,11 @@ def test_interrupt_stops_staged_transfers_cleanly(staged_small, direction):
     out = np.empty(2 * n, np.uint8)[::2]
     calls = {"get": lambda: g.get(), "strided get": lambda: g[::2].get(),
              "strided set": lambda: g.__setitem__(slice(None, None, 2), a[1::2]),
-             "get into strided host": lambda: g.get(ary=out)}
+             "get into strided host": lambda: g.get(ary=out),
+             # up dense, scattered on the device slab by slab as the DMA is queued
+             "strided set of 4-byte elements": lambda: g32[::2].set(h32)}
+    g32 = pygpu.to_gpu(a.view(np.uint32))
+    h32 = np.ascontiguousarray(a.view(np.uint32)[1::2])
     whole = full_time(calls[direction])          # (the buffers are taken now: part of the baseline)
     in_use = pygpu.pinned_pool_stats()["in_use"]
     took = interrupt_after(whole / 10, calls[direction])
@@ -422,6 +427,8 @@ def test_interrupt_stops_staged_transfers_cleanly(staged_small, direction):
     g.set(a)
     np.testing.assert_array_equal(g[::4093].get(), a[::4093])
     np.testing.assert_array_equal(g[1::2].get()[:1000], a[1::2][:1000])
+    g32[::2].set(h32)
+    np.testing.assert_array_equal(g32[::2].get(), h32)
 
 
 INTERRUPT_IN_THREAD = r"""
