@@ -492,13 +492,13 @@ static pygpu_status gather_down(ctx *c, const pygpu_pair *p, char *dst, const ch
     /* A piece per MiB up to 4, then up to 16 of 4 MiB or more: each piece
      * costs a few microseconds, and the last one's copy down is not
      * overlapped (16 MiB: 4 pieces 0.51, 8 0.50, 16 0.43). */
-    ptrdiff_t pieces = (ptrdiff_t)(nbytes >> 20);
+    ptrdiff_t pieces = (ptrdiff_t)(nbytes >> 20) < 4 ? (ptrdiff_t)(nbytes >> 20) : 4;
     pygpu_event_t ev[GATHER_PIECES + 1] = {0};
     pygpu_stream_t g = NULL;
     ctx gc = *c;
     pygpu_status r;
-    if (pieces > 4)
-        pieces = nbytes / GATHER_PIECE > 4 ? (ptrdiff_t)(nbytes / GATHER_PIECE) : 4;
+    if ((ptrdiff_t)(nbytes / GATHER_PIECE) > pieces)
+        pieces = (ptrdiff_t)(nbytes / GATHER_PIECE);
     if (pieces > GATHER_PIECES)
         pieces = GATHER_PIECES;
     if (pieces > p->shape[0])

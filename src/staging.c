@@ -94,7 +94,8 @@ static void config_defaults(void)
      * 0.77; 64 MiB 0.91, 0.90, 0.88, 0.86, 0.83; to_gpu 0.76-0.78 at every
      * count (the link is its limit).  A second such run, 16 threads against
      * 12: equal at 16 and 256 MiB, and at 1 GiB get(ary) 53.4 GB/s against
-     * 46.2 (to_gpu 49.9 against 51.6): to be measured again. */
+     * 46.2 (to_gpu 49.9 against 51.6).  A third, to 256 MiB: get(ary)
+     * 0.77, 0.82, 0.90 with 16 threads against 0.80, 0.91, 0.85 with 12. */
     config.threads = cpus > 1 ? (int)(cpus - cpus / 4) : 1;
     if (config.threads > 16)
         config.threads = 16;
@@ -320,10 +321,11 @@ typedef struct {
  * link, 64 MiB 0.71 -> 0.79; with 16 MiB chunks (256 MiB transfers) plain
  * stores were faster (0.87 against 0.80), and copies into the user's memory
  * going down were slower with them.  PYGPU_STAGING_NT=0 turns it off;
- * PYGPU_STAGING_NT=2 (to be measured) writes with plain stores and then
- * demotes each line to the shared cache, where the DMA engine could read it
- * with no memory traffic at all (on an H100 host the DMA slowed to about
- * 43 GB/s while the workers' stores went to memory). */
+ * PYGPU_STAGING_NT=2 writes with plain stores and then demotes each line to
+ * the shared cache, where the DMA engine could read it with no memory
+ * traffic: on an H100 host, interleaved, to_gpu 0.66 against 0.77 at 16
+ * MiB and 0.72 against 0.78 at 64 MiB (get(ary=pageable) 0.85 against
+ * 0.80 at 16 MiB), so it is not the default. */
 #define STREAM_MIN 4096
 #define STREAM_MAX_CHUNK ((ptrdiff_t)8 << 20)
 
