@@ -474,6 +474,11 @@ def test_staging_trace_names_every_pipeline():
         hits = [line for line in lines if line.startswith("pygpu staging " + name)]
         assert hits, (name, p.stderr)
         assert " b0@" in hits[0] and " e0@" in hits[0] and "(us)" in hits[0], hits[0]
+        if "(whole)" in name:       # and when each DMA call ended on the device, in order
+            ends = hits[0].split("; DMA calls ended, from the device's start")[1].split()[:-1]
+            assert ends and [int(e.split("@")[0]) for e in ends] == list(range(len(ends))), hits[0]
+            times = [float(e.split("@")[1]) for e in ends]
+            assert times == sorted(times) and times[0] >= 0, hits[0]
 
 
 @pytest.mark.parametrize("nbytes", [(1 << 20) - 8, 3 << 20, (4 << 20) - 24])
