@@ -328,6 +328,35 @@ def test_downloads_into_fresh_or_partly_touched_memory(chunk, depth):
         pygpu.transfer_config(**saved)
 
 
+DEFAULT_THRESHOLD_SCRIPT = r"""
+import json, numpy as np, pygpu
+small, big = np.arange(2048, dtype=np.float64), np.arange(4096, dtype=np.float64)    # 16 and 32 KiB
+gs, gb = pygpu.to_gpu(small), pygpu.to_gpu(big)
+out = np.empty_like(big)
+gb.get(ary=out)
+print(json.dumps({"min_bytes": pygpu.transfer_config()["min_bytes"], "small": pygpu.is_pinned(gs.get()),
+                  "big": pygpu.is_pinned(gb.get()), "ok": bool((gs.get() == small).all() and (out == big).all())}))
+"""
+
+
+def test_default_pipeline_threshold():
+    """By default copies of pageable memory from 32 KiB up are staged on GPU
+    backends, and get() returns page-locked arrays from that size (none on
+    the host backend)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ)
+    env.pop("PYGPU_TEST_STAGING", None)
+    p = subprocess.run([sys.executable, "-c", DEFAULT_THRESHOLD_SCRIPT], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    gpu = pygpu.backend != "host"
+    assert got == {"min_bytes": 32768 if gpu else None, "small": False, "big": gpu, "ok": True}, got
+
+
 def test_page_locked_arrays_and_is_pinned():
     a = pygpu.pagelocked_empty((3, 5), np.float32, order="F")
     assert a.shape == (3, 5) and a.dtype == np.float32 and a.flags.f_contiguous
