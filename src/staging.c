@@ -104,8 +104,7 @@ static void config_defaults(void)
      * own way -> the pipeline): uploads 32 KiB 12.6 -> 12.7, 64 KiB 18.5
      * -> 17.1, 256 KiB 35.1 -> 24.8, 512 KiB 57.3 -> 36.1 (but 16 KiB 10.2
      * -> 15.9); downloads into pageable memory 32 KiB 13.1 -> 11.4, 512 KiB
-     * 70.7 -> 44.6; get() (a pooled page-locked array from here up) 32 KiB
-     * 13.2 -> 8.4, 512 KiB 69.3 -> 20.8. */
+     * 70.7 -> 44.6. */
     config.min_bytes = strcmp(pygpu_rt_vendor(), "host") ? (size_t)32 << 10 : SIZE_MAX;
     const char *peer = getenv("PYGPU_PEER");
     config.peer = !(peer && strcmp(peer, "0") == 0);

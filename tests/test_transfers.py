@@ -58,13 +58,14 @@ def test_staged_async_and_streams(staging):
 
 
 def test_get_uses_the_pinned_pool(staging):
+    """get()'s arrays of 1 MiB or more come from the pinned pool."""
     pygpu.trim_pinned_pool()
-    g = pygpu.to_gpu(np.arange(1 << 16, dtype=np.float32))
+    g = pygpu.to_gpu(np.arange(1 << 18, dtype=np.float32))
     before = pygpu.pinned_pool_stats()
     h = g.get()
     during = pygpu.pinned_pool_stats()
     assert during["in_use"] >= before["in_use"] + h.nbytes
-    np.testing.assert_array_equal(h, np.arange(1 << 16, dtype=np.float32))
+    np.testing.assert_array_equal(h, np.arange(1 << 18, dtype=np.float32))
     del h
     after = pygpu.pinned_pool_stats()
     assert after["in_use"] == before["in_use"]
@@ -330,19 +331,21 @@ def test_downloads_into_fresh_or_partly_touched_memory(chunk, depth):
 
 DEFAULT_THRESHOLD_SCRIPT = r"""
 import json, numpy as np, pygpu
-small, big = np.arange(2048, dtype=np.float64), np.arange(4096, dtype=np.float64)    # 16 and 32 KiB
-gs, gb = pygpu.to_gpu(small), pygpu.to_gpu(big)
-out = np.empty_like(big)
-gb.get(ary=out)
+small, mid, big = (np.arange(n, dtype=np.float64) for n in (2048, 4096, 1 << 17))    # 16 KiB, 32 KiB, 1 MiB
+gs, gm, gb = pygpu.to_gpu(small), pygpu.to_gpu(mid), pygpu.to_gpu(big)
+out = np.empty_like(mid)
+gm.get(ary=out)
 print(json.dumps({"min_bytes": pygpu.transfer_config()["min_bytes"], "small": pygpu.is_pinned(gs.get()),
-                  "big": pygpu.is_pinned(gb.get()), "ok": bool((gs.get() == small).all() and (out == big).all())}))
+                  "mid": pygpu.is_pinned(gm.get()), "big": pygpu.is_pinned(gb.get()),
+                  "ok": bool((gs.get() == small).all() and (gm.get() == mid).all() and (out == mid).all() and
+                             (gb.get() == big).all())}))
 """
 
 
 def test_default_pipeline_threshold():
     """By default copies of pageable memory from 32 KiB up are staged on GPU
-    backends, and get() returns page-locked arrays from that size (none on
-    the host backend)."""
+    backends, and get() returns page-locked arrays (from the pinned pool)
+    from 1 MiB up; neither on the host backend."""
     import json
     import os
     import subprocess
@@ -354,7 +357,7 @@ def test_default_pipeline_threshold():
     assert p.returncode == 0, p.stderr
     got = json.loads(p.stdout.strip().splitlines()[-1])
     gpu = pygpu.backend != "host"
-    assert got == {"min_bytes": 32768 if gpu else None, "small": False, "big": gpu, "ok": True}, got
+    assert got == {"min_bytes": 32768 if gpu else None, "small": False, "mid": False, "big": gpu, "ok": True}, got
 
 
 def test_page_locked_arrays_and_is_pinned():
