@@ -53,10 +53,11 @@ static int axis_arg(PyObject *obj, int nd, int *axis)
 /* ---- transfers ------------------------------------------------------------ */
 
 /* get()'s arrays of this size or more, and big enough to stage, come from
- * the pinned pool.  Smaller ones would be faster from it too (64 KiB 17.7
- * -> 9.8 us on an H200, against 13.7 staged into a new array), but the
- * pool keeps a plain list of its blocks, searched at every take: a program
- * holding many thousands of small results would pay for that. */
+ * the pinned pool.  Smaller ones would be faster from it too (64 KiB on an
+ * H200: 9.8 us into a pooled array, 11.7-16.9 staged into a new one, 17.7
+ * the runtime's way), but the pool keeps a plain list of its blocks,
+ * searched at every take: a program holding many thousands of small
+ * results would pay for that. */
 #define POOLED_GET_MIN ((size_t)1 << 20)
 
 /* A new C-order host array for `a`'s elements: page-locked if asked; else,

@@ -1080,8 +1080,8 @@ static range_job up_job(const pygpu_host_layout *h, int b, ptrdiff_t e, ptrdiff_
  *
  * Where a 16 MiB upload's time goes, traced on an H200 host (the DMA side
  * from timing events): the workers copy a 2 MiB window in about 36 us (58
- * GB/s) and the link takes 52-54 us for it (39-43 GB/s), so the link is
- * the limit.  A DMA from page-locked memory just written by the CPU runs at
+ * GB/s) and the link takes 47-54 us for it (39-44 GB/s), back to back, so
+ * the link is the limit; calls after the last copy ran at 50-52 GB/s.  A DMA from page-locked memory just written by the CPU runs at
  * about 50 GB/s where the same buffer left alone runs at 53 (its lines
  * still in the cache); 2 MiB calls cost it 51 against 53; 11 threads
  * copying beside it, 46-48.  Prefetching the source 2-6 KiB ahead (the
