@@ -998,11 +998,19 @@ static pygpu_status queue_whole(pygpu_staging_ctx *c, int k, void *dst, const vo
     return r;
 }
 
-/* Queue the DMA of window k of a whole-buffer download. */
-static pygpu_status queue_window(pygpu_staging_ctx *c, const part_window *w, int k, const char *dev,
-                                 ptrdiff_t itemsize)
+/* Queue the DMA of the windows of a whole-buffer download from *queued up
+ * to `to` (at most nwin). */
+static pygpu_status queue_windows(pygpu_staging_ctx *c, const part_window *win, int nwin, int to, int *queued,
+                                  const char *dev, ptrdiff_t itemsize)
 {
-    return queue_whole(c, k, w->at, dev + w->e * itemsize, (size_t)(w->cnt * itemsize), PYGPU_COPY_D2H);
+    for (; *queued < (to < nwin ? to : nwin); ++*queued) {
+        const part_window *w = &win[*queued];
+        pygpu_status r = queue_whole(c, *queued, w->at, dev + w->e * itemsize, (size_t)(w->cnt * itemsize),
+                                     PYGPU_COPY_D2H);
+        if (r != 0)
+            return r;
+    }
+    return 0;
 }
 
 /* Queue the DMA of windows [from, to) of a whole-buffer upload: one call
@@ -1063,10 +1071,10 @@ static pygpu_host_layout collapsed(pygpu_host_layout h, ptrdiff_t *shape, ptrdif
     return h;
 }
 
-/* The host copy of elements [e, e + cnt) of h into staging buffer b. */
-static range_job up_job(const pygpu_host_layout *h, int b, ptrdiff_t e, ptrdiff_t cnt)
+/* The host copy of elements [e, e + cnt) of h into the staging memory at `to`. */
+static range_job up_job(const pygpu_host_layout *h, char *to, ptrdiff_t e, ptrdiff_t cnt)
 {
-    return (range_job){{eng.buf[b], NULL, 0}, {h->ptr, h->strides, 0}, h->shape, h->nd, h->itemsize, e, cnt,
+    return (range_job){{to, NULL, 0}, {h->ptr, h->strides, 0}, h->shape, h->nd, h->itemsize, e, cnt,
                        up_stream(cnt * h->itemsize)};
 }
 
@@ -1081,9 +1089,10 @@ static range_job up_job(const pygpu_host_layout *h, int b, ptrdiff_t e, ptrdiff_
  * Where a 16 MiB upload's time goes, traced on an H200 host (the DMA side
  * from timing events): the workers copy a 2 MiB window in about 36 us (58
  * GB/s) and the link takes 47-54 us for it (39-44 GB/s), back to back, so
- * the link is the limit; calls after the last copy ran at 50-52 GB/s.  A DMA from page-locked memory just written by the CPU runs at
- * about 50 GB/s where the same buffer left alone runs at 53 (its lines
- * still in the cache); 2 MiB calls cost it 51 against 53; 11 threads
+ * the link is the limit; calls after the last copy ran at 50-52 GB/s.  A
+ * DMA from page-locked memory just written by the CPU runs at about 50
+ * GB/s where the same buffer left alone runs at 53 (its lines still in the
+ * cache); 2 MiB calls cost it 51 against 53; 11 threads
  * copying beside it, 46-48.  Prefetching the source 2-6 KiB ahead (the
  * copy from memory went 55 -> 65 GB/s on its own) and staging buffers
  * asking for 2 MiB pages (the guest gave none to NumPy's arrays) made no
@@ -1107,8 +1116,7 @@ static pygpu_status h2d_whole(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
             if (stop_now(c))
                 break;
             trace_note('w', k, 0);
-            job[k & 1] = (range_job){{win[k].at, NULL, 0}, {h.ptr, h.strides, 0}, h.shape, h.nd, h.itemsize,
-                                     win[k].e, win[k].cnt, up_stream(win[k].cnt * h.itemsize)};
+            job[k & 1] = up_job(&h, win[k].at, win[k].e, win[k].cnt);
             p = range_start(&job[k & 1], cfg->threads);
         }
         /* Windows [from, k) are in the buffers: they go now if the link
@@ -1160,7 +1168,7 @@ pygpu_status pygpu_staged_h2d(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
     trace_note('b', 0, (size_t)(n * h.itemsize));
     if (schedule_next(&sch, &e, &cnt) && (r = buffer_free(c, 0)) == 0 && !stop_now(c)) {
         trace_note('w', 0, 0);
-        job[0] = up_job(&h, 0, e, cnt);
+        job[0] = up_job(&h, eng.buf[0], e, cnt);
         parallel_range(&job[0], cfg.threads);
         trace_note('c', 0, (size_t)(cnt * h.itemsize));
         k = 1;
@@ -1176,7 +1184,7 @@ pygpu_status pygpu_staged_h2d(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
             if ((r = buffer_free(c, b)) != 0 || stop_now(c))
                 break;
             trace_note('w', k, 0);
-            job[k & 1] = up_job(&h, b, e, cnt);
+            job[k & 1] = up_job(&h, eng.buf[b], e, cnt);
             p = range_start(&job[k & 1], cfg.threads);
         }
         r = queue_copy(c, prev, dev + done->start * h.itemsize, eng.buf[prev], (size_t)(done->count * h.itemsize),
@@ -1224,19 +1232,15 @@ static pygpu_status d2h_whole(pygpu_staging_ctx *c, pygpu_host_layout h, const c
     trace_dma_start(c);
     /* Into fresh memory: every window is queued, and the workers fault the
      * destination in while the DMA runs. */
-    while (fresh && r == 0 && queued < nwin)
-        if ((r = queue_window(c, &win[queued], queued, dev, h.itemsize)) == 0)
-            queued++;
+    if (fresh && r == 0)
+        r = queue_windows(c, win, nwin, nwin, &queued, dev, h.itemsize);
     if (fresh && r == 0)
         parallel_prefault(h.ptr, total, cfg->threads);
     /* Else queued two windows ahead at first, then more while the workers
      * copy each window out (each call takes about 4 us: queuing them all
      * before the first copy-out held it back by some 50 us of 16 MiB). */
     for (k = 0; r == 0 && k < nwin; k++) {
-        while (r == 0 && queued < nwin && queued < k + 2)
-            if ((r = queue_window(c, &win[queued], queued, dev, h.itemsize)) == 0)
-                queued++;
-        if (r != 0)
+        if ((r = queue_windows(c, win, nwin, k + 2, &queued, dev, h.itemsize)) != 0)
             break;
         if ((r = pygpu_rt_event_synchronize(eng.whole[k])) != 0) {
             c->call = "EventSynchronize";
@@ -1248,9 +1252,7 @@ static pygpu_status d2h_whole(pygpu_staging_ctx *c, pygpu_host_layout h, const c
         range_job j = {{h.ptr, h.strides, 0}, {win[k].at, NULL, 0}, h.shape, h.nd, h.itemsize, win[k].e, win[k].cnt,
                        0};
         pending_job p = range_start(&j, cfg->threads);
-        while (r == 0 && queued < nwin && queued < k + 4)
-            if ((r = queue_window(c, &win[queued], queued, dev, h.itemsize)) == 0)
-                queued++;
+        r = queue_windows(c, win, nwin, k + 4, &queued, dev, h.itemsize);
         job_join(&p);
         trace_note('c', k, (size_t)(win[k].cnt * h.itemsize));
     }
