@@ -11,6 +11,14 @@ All three compile the same sources with -DPYGPU_BACKEND_<NAME>.  A GPU backend
 whose toolkit is missing is skipped with one line saying so, and one that
 fails to compile or link is skipped too: the install never fails for that.
 PYGPU_BUILD=host,cuda (a comma-separated list) limits what is tried.
+
+PyGPU's own copy kernels (src/kernels/) go into the GPU backends: for CUDA,
+the toolkit's nvcc compiles them into a fatbin (machine code for sm_80 and
+sm_90, PTX for the lowest architecture it knows, which the driver compiles
+for any other), linked into pygpu._cuda and loaded at the first copy that
+needs them; for HIP, their source is linked in and hiprtc compiles it on
+each device at its first use.  Without nvcc the CUDA backend is built
+without them, and its device-to-device layout copies go through the host.
 """
 import glob
 import os
@@ -24,8 +32,12 @@ from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 COMMON = sorted(glob.glob("src/*.c"))
-HEADERS = sorted(glob.glob("src/*.h") + glob.glob("src/backend/*.h") + glob.glob("include/pygpu/*.h"))
+HEADERS = sorted(glob.glob("src/*.h") + glob.glob("src/backend/*.h") + glob.glob("src/kernels/*.h")
+                 + glob.glob("include/pygpu/*.h"))
 CFLAGS = ["-std=c11", "-O2", "-Wall", "-Wextra", "-fvisibility=hidden"]
+KERNEL_SOURCE = "src/kernels/copy_kernels.cu"
+KERNEL_HEADER = "src/kernels/kernels.h"
+KERNEL_SASS = ("sm_80", "sm_90")     # machine code for these; PTX for the lowest nvcc knows
 
 
 def say(msg):
@@ -55,6 +67,68 @@ def find_cuda():
     if not lib:
         return f"no libcudart_static.a under {root}"
     return os.path.join(root, "include"), lib
+
+
+def find_nvcc(root):
+    """The nvcc of the toolkit at `root` (or on PATH), or None."""
+    nvcc = os.path.join(root, "bin", "nvcc")
+    return nvcc if os.access(nvcc, os.X_OK) else shutil.which("nvcc")
+
+
+def kernel_text():
+    """The kernels' source with kernels.h put in place of its #include (for
+    hiprtc, which is given one text)."""
+    with open(os.path.join(HERE, KERNEL_HEADER)) as f:
+        header = f.read()
+    with open(os.path.join(HERE, KERNEL_SOURCE)) as f:
+        source = f.read()
+    return source.replace('#include "kernels.h"', header, 1)
+
+
+def c_bytes(name, data, align=64, ctype="unsigned char"):
+    """A C definition of `data` (bytes) as a hidden, aligned const array."""
+    rows = ",\n".join(",".join(str(b) for b in data[i:i + 32]) for i in range(0, len(data), 32))
+    return (f"__attribute__((visibility(\"hidden\"), aligned({align})))\n"
+            f"const {ctype} {name}[{len(data)}] = {{\n{rows}\n}};\n")
+
+
+def nvcc_archs(nvcc):
+    """(machine-code targets, the PTX target): KERNEL_SASS where nvcc knows
+    them, and the lowest compute_NN it knows."""
+    out = subprocess.run([nvcc, "--list-gpu-arch"], capture_output=True, text=True, timeout=60).stdout.split()
+    compute = sorted((int(a[8:]), a) for a in out if a.startswith("compute_") and a[8:].isdigit())
+    known = {f"sm_{n}" for n, _ in compute}
+    return [a for a in KERNEL_SASS if a in known], compute[0][1] if compute else "compute_75"
+
+
+def build_kernel_image(nvcc, tmp):
+    """Compile the kernels into a fatbin and write a C file holding it;
+    (the C file, a line saying what it holds), or (None, why not)."""
+    sass, ptx = nvcc_archs(nvcc)
+    fatbin = os.path.join(tmp, "copy_kernels.fatbin")
+    cmd = [nvcc, "-fatbin", "-O3", "-Xfatbin", "-compress-all", "-I", os.path.dirname(KERNEL_HEADER)]
+    for a in sass:
+        cmd += ["-gencode", f"arch=compute_{a[3:]},code={a}"]
+    cmd += ["-gencode", f"arch={ptx},code={ptx}", "-o", fatbin, KERNEL_SOURCE]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        return None, f"nvcc failed: {proc.stderr.strip()[-500:]}"
+    origin = f"{' '.join(sass)} machine code, PTX for {ptx} (nvcc, at build time)"
+    with open(fatbin, "rb") as f:
+        data = f.read()
+    c_file = os.path.join(tmp, "kernel_image.c")
+    with open(c_file, "w") as f:
+        f.write(c_bytes("pygpu_kernel_image", data))
+        f.write(f'__attribute__((visibility("hidden"))) const char pygpu_kernel_image_origin[] = "{origin}";\n')
+    return c_file, origin
+
+
+def write_kernel_source(tmp):
+    """A C file holding the kernels' source text, for hiprtc."""
+    c_file = os.path.join(tmp, "kernel_source.c")
+    with open(c_file, "w") as f:
+        f.write(c_bytes("pygpu_kernel_source", kernel_text().encode("ascii") + b"\0", align=1, ctype="char"))
+    return c_file
 
 
 def hipconfig_path():
@@ -87,9 +161,10 @@ def numpy_include():
 
 
 def backend_extension(name, backend_src, macros=(), **kw):
+    kernels_src = backend_src.replace("rt_", "kernels_")
     return Extension(
         f"pygpu._{name}",
-        sources=COMMON + [backend_src],
+        sources=COMMON + [backend_src, kernels_src],
         depends=HEADERS,
         include_dirs=["src", "include", numpy_include()] + kw.pop("include_dirs", []),
         define_macros=[(f"PYGPU_BACKEND_{name.upper()}", "1"), ("PYGPU_MODULE_NAME", f"_{name}")]
@@ -108,9 +183,11 @@ def extensions():
             say(f"skipping the cuda backend: {found}")
         else:
             inc, lib = found
-            exts.append(backend_extension(
+            ext = backend_extension(
                 "cuda", "src/backend/rt_gpu.c", include_dirs=[inc], library_dirs=[lib],
-                libraries=["cudart_static", "dl", "rt", "pthread"], optional=True))
+                libraries=["cudart_static", "dl", "rt", "pthread"], optional=True)
+            ext.nvcc = find_nvcc(os.path.dirname(inc))
+            exts.append(ext)
     if "hip" in wanted:
         found = find_hip()
         if isinstance(found, str):
@@ -120,7 +197,7 @@ def extensions():
             exts.append(backend_extension(
                 "hip", "src/backend/rt_gpu.c", macros=[("__HIP_PLATFORM_AMD__", "1")],
                 include_dirs=inc, library_dirs=libs, runtime_library_dirs=libs,
-                libraries=["amdhip64"], optional=True))
+                libraries=["amdhip64", "dl"], optional=True))
     return exts
 
 
@@ -133,11 +210,29 @@ class BuildExt(build_ext):
         if not self.parallel:
             self.parallel = os.cpu_count() or 1
 
+    def kernel_sources(self, ext, tmp):
+        """The generated C files that bring the kernels into `ext`, and the
+        macros that say they are there."""
+        self.mkpath(tmp)
+        if ext.name == "pygpu._hip":
+            return [write_kernel_source(tmp)], [("PYGPU_KERNEL_SOURCE", "1")]
+        if ext.name != "pygpu._cuda":
+            return [], []
+        nvcc = getattr(ext, "nvcc", None)
+        c_file, what = build_kernel_image(nvcc, tmp) if nvcc else (None, "no nvcc in the toolkit or on PATH")
+        if not c_file:
+            say(f"cuda: built without PyGPU's copy kernels ({what}): device-to-device layout copies "
+                "will go through the host")
+            return [], []
+        say(f"cuda: copy kernels: {what}")
+        return [c_file], [("PYGPU_KERNEL_IMAGE", "1")]
+
     def build_extension(self, ext):
         tmp = os.path.join(self.build_temp, ext.name.replace(".", "_"))
+        extra, macros = self.kernel_sources(ext, tmp)
         objects = self.compiler.compile(
-            ext.sources, output_dir=tmp, macros=ext.define_macros, include_dirs=ext.include_dirs,
-            extra_postargs=ext.extra_compile_args, depends=ext.depends)
+            ext.sources + extra, output_dir=tmp, macros=ext.define_macros + macros, include_dirs=ext.include_dirs,
+            extra_postargs=ext.extra_compile_args, depends=ext.depends + [KERNEL_SOURCE, KERNEL_HEADER])
         self.compiler.link_shared_object(
             objects, self.get_ext_fullpath(ext.name), libraries=self.get_libraries(ext),
             library_dirs=ext.library_dirs, runtime_library_dirs=ext.runtime_library_dirs,

@@ -112,6 +112,12 @@ def main(argv=None):
     except pygpu.GPUError as e:
         print(f"no usable device: {e}")
         return 1
+    k = pygpu.copy_kernels()
+    if k["ready"]:
+        print(f"device copies (layout copies, casts, fills): PyGPU's kernels, {k['origin']}")
+    else:
+        print(f"device copies (layout copies, casts, fills): many runtime copies or through the host: PyGPU's "
+              f"kernels do not run here ({k['why']}; kernels: {k['origin']})")
     ok = round_trip()
     print(f"round trip host -> device -> device -> host, 8 MiB: {'ok' if ok else 'FAILED: data differ'}")
     if not ok:

@@ -5,10 +5,15 @@ pinned cudaMemcpy ceiling, measured in one run.
     python -m pygpu.bench --sizes 16M 256M     some sizes
     python -m pygpu.bench --plot bench.png     also draw GB/s against size
     python -m pygpu.bench --devices            copies between devices 0 and 1
+    python -m pygpu.bench --copies             only the copies on the device
 
-The same cases feed the pytest-benchmark runs in benchmarks/test_transfers.py.
-Each case is a function of no arguments doing one whole transfer (returning
-when the data is there); GB/s counts the bytes the array holds.
+After the transfers comes the device-copy section: layout copies, a cast
+and a fill of a 64 MiB array on the device, beside CuPy and PyTorch and the
+contiguous device-to-device copy (the ceiling).  The same cases feed the
+pytest-benchmark runs in benchmarks/test_transfers.py and
+benchmarks/test_device_copies.py.  Each transfer case is a function of no
+arguments doing one whole transfer (returning when the data is there);
+GB/s counts the bytes the array holds.
 """
 import argparse
 import ctypes
@@ -327,6 +332,123 @@ def plot(results, sizes, path):
     return True
 
 
+# ---- copies on the device -------------------------------------------------------
+
+COPY_SHAPE = (4096, 2048)       # float64: 64 MiB, the issue's measurements
+
+# name -> (what the copy reads from x, each library's spelling); "latency":
+# a 1 KiB strided view, timed call by call.  PyGPU's copy() keeps the
+# layout (order 'K', as PyCUDA's); the transpose asks for C order, as
+# CuPy's and NumPy's copy() give it.
+COPY_CASES = {
+    "x[::-1].copy()": ("view", {"pygpu": lambda x: x[::-1].copy(), "cupy": lambda x: x[::-1].copy(),
+                                "torch": lambda x: x.flip(0)}),
+    "x[:, ::-1].copy()": ("view", {"pygpu": lambda x: x[:, ::-1].copy(), "cupy": lambda x: x[:, ::-1].copy(),
+                                   "torch": lambda x: x.flip(1)}),
+    "x[:, ::2].copy()": ("half", {"pygpu": lambda x: x[:, ::2].copy(), "cupy": lambda x: x[:, ::2].copy(),
+                                  "torch": lambda x: x[:, ::2].contiguous()}),
+    "x[::2].copy()": ("half", {"pygpu": lambda x: x[::2].copy(), "cupy": lambda x: x[::2].copy(),
+                               "torch": lambda x: x[::2].contiguous()}),
+    "x.T.copy() (to C order)": ("view", {"pygpu": lambda x: x.T.copy(order="C"), "cupy": lambda x: x.T.copy(),
+                                         "torch": lambda x: x.t().contiguous()}),
+    "x.astype(float32)": ("cast", {"pygpu": lambda x: x.astype(np.float32), "cupy": lambda x: x.astype(np.float32),
+                                   "torch": lambda x: x.to(_torch_f32())}),
+    "x[:, ::2].fill(1.5)": ("fill", {"pygpu": lambda x: x[:, ::2].fill(1.5), "cupy": lambda x: x[:, ::2].fill(1.5),
+                                     "torch": lambda x: x[:, ::2].fill_(1.5)}),
+    "1 KiB view x[:8, :32:2].copy()": ("latency", {"pygpu": lambda x: x[:8, :32:2].copy(),
+                                                     "cupy": lambda x: x[:8, :32:2].copy(),
+                                                     "torch": lambda x: x[:8, :32:2].contiguous()}),
+}
+
+
+def _torch_f32():
+    return importlib.import_module("torch").float32
+
+
+def copy_libraries(peers):
+    """{name: (x, synchronize)}: the 64 MiB float64 array on the device in
+    PyGPU and in each peer that is usable here."""
+    host = np.random.default_rng(0).standard_normal(COPY_SHAPE)
+    libs = {"pygpu": (pygpu.to_gpu(host), pygpu.synchronize)}
+    if pygpu.backend != "cuda":
+        return libs
+    for name in peers:
+        try:
+            if name == "cupy":
+                cp = importlib.import_module("cupy")
+                libs[name] = (cp.asarray(host), cp.cuda.Device().synchronize)
+            elif name == "torch":
+                torch = importlib.import_module("torch")
+                libs[name] = (torch.from_numpy(host).cuda(), torch.cuda.synchronize)
+        except Exception:  # noqa: BLE001 - a peer that does not work here is left out
+            pass
+    return libs
+
+
+def time_queued(fn, sync, budget=0.5, latency=False):
+    """Median seconds per call of fn(): batches of calls then one
+    synchronize (the calls queue on the device), or, for `latency`, one call
+    and its synchronize at a time."""
+    fn()
+    sync()
+    t0 = time.perf_counter()
+    fn()
+    sync()
+    once = time.perf_counter() - t0
+    batch = 1 if latency else max(1, min(200, int(0.02 / max(once, 1e-6))))
+    times, start = [], time.perf_counter()
+    while len(times) < 5 or (time.perf_counter() - start < budget and len(times) < 400):
+        t0 = time.perf_counter()
+        for _ in range(batch):
+            fn()
+        sync()
+        times.append((time.perf_counter() - t0) / batch)
+    return statistics.median(times)
+
+
+def measure_copies(peers=("cupy", "torch"), progress=None, budget=0.5):
+    """{case: {library: seconds}}, with the ceiling: the contiguous
+    device-to-device copy of the whole array ('memcpy')."""
+    libs = copy_libraries(peers)
+    x, sync = libs["pygpu"]
+    dst = pygpu.empty_like(x)
+    results = {"contiguous memcpy (ceiling)": {
+        "pygpu": time_queued(lambda: pygpu.memcpy_dtod(dst.ptr, x.ptr, x.nbytes), sync, budget)}}
+    for case, (kind, spellings) in COPY_CASES.items():
+        for lib, (arr, lib_sync) in libs.items():
+            if progress:
+                progress(f"{lib} {case}")
+            results.setdefault(case, {})[lib] = time_queued(lambda: spellings[lib](arr), lib_sync, budget,
+                                                            latency=kind == "latency")
+    return results
+
+
+def copies_table(results):
+    """ms per copy, the ratio to CuPy's time, and GB/s as the bytes written
+    and read once each (the ceiling's ratio for full-size copies)."""
+    x_bytes = COPY_SHAPE[0] * COPY_SHAPE[1] * 8
+    moved = {"view": 2 * x_bytes, "half": x_bytes, "cast": x_bytes + x_bytes // 2, "fill": x_bytes // 2}
+    top = results["contiguous memcpy (ceiling)"]["pygpu"]
+    lines = [f"copies on the device, {COPY_SHAPE[0]} x {COPY_SHAPE[1]} float64 (64 MiB), {pygpu.Device(0).name}: "
+             f"time per copy; 'x CuPy' = PyGPU's time / CuPy's; GB/s = bytes read + written "
+             f"(ratio to the contiguous copy's)"]
+    head = f"{'copy':<32}{'PyGPU':>12}{'CuPy':>12}{'PyTorch':>12}{'x CuPy':>9}{'GB/s':>17}"
+    lines += [head, "-" * len(head)]
+    for case, row in results.items():
+        kind = COPY_CASES[case][0] if case in COPY_CASES else "view"
+        unit, scale = ("us", 1e6) if kind == "latency" else ("ms", 1e3)
+        cells = "".join(f"{row[lib] * scale:>9.3f} {unit}" if lib in row else f"{'':>12}"
+                        for lib in ("pygpu", "cupy", "torch"))
+        ratio = f"{row['pygpu'] / row['cupy']:>9.2f}" if "cupy" in row else f"{'':>9}"
+        gbs = ""
+        if kind != "latency":
+            nbytes = moved[kind]
+            gbs = f"{nbytes / row['pygpu'] / 1e9:>9.0f}" + (
+                f" ({nbytes / row['pygpu'] / (2 * x_bytes / top):.2f})" if kind == "view" else "")
+        lines.append(f"{case:<32}{cells}{ratio}{gbs:>17}")
+    return "\n".join(lines)
+
+
 # ---- between two devices --------------------------------------------------------
 
 def device_cases(nbytes):
@@ -444,6 +566,9 @@ def main(argv=None):
     ap.add_argument("--budget", type=float, default=0.5, help="seconds per cell (default 0.5)")
     ap.add_argument("--plot", metavar="FILE.png", help="draw GB/s against size (needs matplotlib)")
     ap.add_argument("--devices", action="store_true", help="copies between devices 0 and 1 instead")
+    ap.add_argument("--copies", action="store_true",
+                    help="only the copies on the device (layouts, casts, fills; after the transfers otherwise)")
+    ap.add_argument("--no-copies", action="store_true", help="only the transfers")
     args = ap.parse_args(argv)
     tty = sys.stderr.isatty()
 
@@ -461,12 +586,18 @@ def main(argv=None):
             sys.stderr.write("\r\033[K")
         print(devices_table(results, sizes))
         return 0
-    results = measure(args.sizes, args.peers, progress, args.budget)
-    if tty:
-        sys.stderr.write("\r\033[K")
-    print(table(results, args.sizes))
-    if args.plot and plot(results, args.sizes, args.plot):
-        print(f"plot: {args.plot}")
+    if not args.copies:
+        results = measure(args.sizes, args.peers, progress, args.budget)
+        if tty:
+            sys.stderr.write("\r\033[K")
+        print(table(results, args.sizes))
+        if args.plot and plot(results, args.sizes, args.plot):
+            print(f"plot: {args.plot}")
+    if not args.no_copies:
+        copies = measure_copies([p for p in args.peers if p in ("cupy", "torch")], progress, args.budget)
+        if tty:
+            sys.stderr.write("\r\033[K")
+        print(copies_table(copies))
     return 0
 
 

@@ -72,8 +72,11 @@ static int checked_nbytes(int nd, const ptrdiff_t *shape, ptrdiff_t itemsize, pt
     return 0;
 }
 
-PyObject *pygpu_array_empty(pygpu_state *st, PyTypeObject *tp, PyArray_Descr *descr, int nd,
-                            const ptrdiff_t *shape, int fortran, PyObject *stream)
+/* A new array of `shape` with fresh memory laid out by `strides` (a
+ * contiguous layout), or NULL strides: contiguous like `like` (order 'K'),
+ * else C or F order by `fortran`.  Steals `descr`. */
+static PyObject *empty_laid_out(pygpu_state *st, PyTypeObject *tp, PyArray_Descr *descr, int nd,
+                                const ptrdiff_t *shape, int fortran, const ptrdiff_t *like, PyObject *stream)
 {
     ptrdiff_t nbytes, strides[PYGPU_MAXDIMS];
     ptrdiff_t itemsize = (ptrdiff_t)PyDataType_ELSIZE(descr);
@@ -81,7 +84,10 @@ PyObject *pygpu_array_empty(pygpu_state *st, PyTypeObject *tp, PyArray_Descr *de
         Py_DECREF(descr);
         return NULL;
     }
-    pygpu_shape_strides(nd, shape, itemsize, fortran, strides);
+    if (like)
+        pygpu_shape_strides_like(nd, shape, like, itemsize, strides);
+    else
+        pygpu_shape_strides(nd, shape, itemsize, fortran, strides);
     PyObject *mem = pygpu_memory_new(st, (size_t)nbytes, stream);
     if (!mem) {
         Py_DECREF(descr);
@@ -95,6 +101,21 @@ PyObject *pygpu_array_empty(pygpu_state *st, PyTypeObject *tp, PyArray_Descr *de
     }
     Py_DECREF(mem);
     return a;
+}
+
+PyObject *pygpu_array_empty(pygpu_state *st, PyTypeObject *tp, PyArray_Descr *descr, int nd,
+                            const ptrdiff_t *shape, int fortran, PyObject *stream)
+{
+    return empty_laid_out(st, tp, descr, nd, shape, fortran, NULL, stream);
+}
+
+PyObject *pygpu_array_empty_like(pygpu_state *st, PyGPUArray *a, PyArray_Descr *descr, int order, PyObject *stream)
+{
+    int f_only = (a->flags & PYGPU_F_CONTIGUOUS) && !(a->flags & PYGPU_C_CONTIGUOUS);
+    if (order == PYGPU_ORDER_A || (order == PYGPU_ORDER_K && (a->flags & (PYGPU_C_CONTIGUOUS | PYGPU_F_CONTIGUOUS))))
+        order = f_only ? PYGPU_ORDER_F : PYGPU_ORDER_C;     /* (as NumPy: 'K' of a contiguous array) */
+    return empty_laid_out(st, Py_TYPE(a), descr, a->nd, GA_SHAPE(a), order == PYGPU_ORDER_F,
+                          order == PYGPU_ORDER_K ? GA_STRIDES(a) : NULL, stream);
 }
 
 PyObject *pygpu_array_view(PyGPUArray *a, int nd, const ptrdiff_t *shape, const ptrdiff_t *strides,
@@ -166,7 +187,8 @@ static int strides_arg(PyObject *obj, int nd, ptrdiff_t *strides)
     return 0;
 }
 
-/* 'C' -> 0, 'F' -> 1; `allow_any` also takes 'A'/'K'/None (-> -1). */
+/* 'C' -> 0, 'F' -> 1 (None: 0); `allow_any` also takes 'A' and 'K'
+ * (PYGPU_ORDER_A, PYGPU_ORDER_K) and None (-> -1). */
 static int order_arg(PyObject *obj, int allow_any)
 {
     if (obj == NULL || obj == Py_None)
@@ -174,11 +196,13 @@ static int order_arg(PyObject *obj, int allow_any)
     if (PyUnicode_Check(obj) && PyUnicode_GetLength(obj) == 1) {
         Py_UCS4 c = PyUnicode_READ_CHAR(obj, 0);
         if (c == 'C' || c == 'c')
-            return 0;
+            return PYGPU_ORDER_C;
         if (c == 'F' || c == 'f')
-            return 1;
-        if (allow_any && (c == 'A' || c == 'a' || c == 'K' || c == 'k'))
-            return -1;
+            return PYGPU_ORDER_F;
+        if (allow_any && (c == 'A' || c == 'a'))
+            return PYGPU_ORDER_A;
+        if (allow_any && (c == 'K' || c == 'k'))
+            return PYGPU_ORDER_K;
     }
     PyErr_Format(PyExc_ValueError, "order must be %s, not %R", allow_any ? "'C', 'F', 'A' or 'K'" : "'C' or 'F'",
                  obj);

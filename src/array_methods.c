@@ -124,17 +124,18 @@ PyObject *pygpu_array_get(PyGPUArray *a, PyObject *out, PyObject *stream, int pa
     return out;
 }
 
-/* Broadcast host array `h` to `a`'s shape: its strides, or -1 with ValueError. */
-static int broadcast_strides(PyGPUArray *a, PyArrayObject *h, ptrdiff_t *strides)
+/* Broadcast a layout (hnd axes) to `a`'s shape: its strides, or -1 with
+ * ValueError. */
+static int broadcast_to(PyGPUArray *a, int hnd, const ptrdiff_t *hshape, const ptrdiff_t *hstrides, ptrdiff_t *strides)
 {
-    int hnd = PyArray_NDIM(h), shift = a->nd - hnd;
+    int shift = a->nd - hnd;
     for (int i = 0; i < a->nd; i++) {
         int j = i - shift;
         if (j < 0)
             strides[i] = 0;
-        else if (PyArray_DIM(h, j) == GA_SHAPE(a)[i])
-            strides[i] = PyArray_STRIDE(h, j);
-        else if (PyArray_DIM(h, j) == 1)
+        else if (hshape[j] == GA_SHAPE(a)[i])
+            strides[i] = hstrides[j];
+        else if (hshape[j] == 1)
             strides[i] = 0;
         else
             goto mismatch;
@@ -142,11 +143,11 @@ static int broadcast_strides(PyGPUArray *a, PyArrayObject *h, ptrdiff_t *strides
     if (shift >= 0)
         return 0;
     for (int j = 0; j < -shift; j++)     /* extra leading axes must be 1 */
-        if (PyArray_DIM(h, j) != 1)
+        if (hshape[j] != 1)
             goto mismatch;
     return 0;
 mismatch:;
-    PyObject *want = shape_repr(GA_SHAPE(a), a->nd), *got = shape_repr(PyArray_SHAPE(h), hnd);
+    PyObject *want = shape_repr(GA_SHAPE(a), a->nd), *got = shape_repr(hshape, hnd);
     if (want && got)
         PyErr_Format(PyExc_ValueError, "could not broadcast input array from shape %U into shape %U", got, want);
     Py_XDECREF(want);
@@ -190,17 +191,16 @@ static int same_shape(PyGPUArray *a, PyGPUArray *b)
     return a->nd == b->nd && memcmp(GA_SHAPE(a), GA_SHAPE(b), (size_t)a->nd * sizeof(ptrdiff_t)) == 0;
 }
 
-/* A dense copy of `a` on device `dev` (stream `s` of it); new reference.
- * A copy to another device is done when this returns. */
-static PyObject *dense_copy(pygpu_state *st, PyGPUArray *a, int fortran, pygpu_stream_t s, PyObject *stream,
-                            int dev)
+/* A dense copy of `a` on device `dev` (stream `s` of it), laid out in
+ * `order` (enum pygpu_order); new reference.  A copy to another device is
+ * done when this returns. */
+static PyObject *dense_copy(pygpu_state *st, PyGPUArray *a, int order, pygpu_stream_t s, PyObject *stream, int dev)
 {
     int prev;
     if (pygpu_memory_usable(a->mem) < 0 || pygpu_device_enter(st, dev, &prev) < 0)
         return NULL;
     Py_INCREF(a->descr);
-    PyGPUArray *c = (PyGPUArray *)pygpu_array_empty(st, Py_TYPE(a), a->descr, a->nd, GA_SHAPE(a), fortran,
-                                                    stream);
+    PyGPUArray *c = (PyGPUArray *)pygpu_array_empty_like(st, a, a->descr, order, stream);
     if (pygpu_device_leave(st, prev) < 0)
         Py_CLEAR(c);
     if (c && pygpu_copy(st, device_side(c), device_side(a), a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, 1) < 0)
@@ -211,6 +211,51 @@ static PyObject *dense_copy(pygpu_state *st, PyGPUArray *a, int fortran, pygpu_s
             pygpu_array_note_stream(st, a, stream, s);
     }
     return (PyObject *)c;
+}
+
+/* NumPy's ComplexWarning where complex values go into a real or integer
+ * type; 0, or -1 when the warning is an error. */
+static int complex_warning(PyArray_Descr *from, PyArray_Descr *to)
+{
+    if (from->kind != 'c' || to->kind == 'c' || to->kind == 'b')
+        return 0;
+    PyObject *mod = PyImport_ImportModule("numpy.exceptions");
+    PyObject *cls = mod ? PyObject_GetAttrString(mod, "ComplexWarning") : NULL;
+    int r = cls ? PyErr_WarnEx(cls, "Casting complex values to real discards the imaginary part", 1) : -1;
+    Py_XDECREF(cls);
+    Py_XDECREF(mod);
+    return r;
+}
+
+/* `v` (on a's device) into `a`, broadcast to its shape and converted to
+ * its type by PyGPU's kernels, as NumPy assigns: as if from a copy of `v`
+ * where the two overlap.  0, or -1 with an exception. */
+static int assign_on_device(pygpu_state *st, PyGPUArray *a, PyGPUArray *v, PyObject *stream, pygpu_stream_t s,
+                            int async)
+{
+    ptrdiff_t strides[PYGPU_MAXDIMS];
+    PyGPUArray *tmp = NULL;
+    int r = -1;
+    if (broadcast_to(a, v->nd, GA_SHAPE(v), GA_STRIDES(v), strides) < 0 || complex_warning(v->descr, a->descr) < 0)
+        return -1;
+    if (may_overlap(a, v)) {
+        if (!(tmp = (PyGPUArray *)dense_copy(st, v, PYGPU_ORDER_K, s, stream, a->device)))
+            return -1;
+        broadcast_to(a, tmp->nd, GA_SHAPE(tmp), GA_STRIDES(tmp), strides);
+    }
+    PyGPUArray *from = tmp ? tmp : v;
+    pygpu_side src = {from->data, strides, 1, from->device};
+    if (PyArray_EquivTypes(a->descr, v->descr))
+        r = pygpu_copy(st, device_side(a), src, a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, async);
+    else if ((r = pygpu_cast(st, device_side(a), pygpu_ktype_of(a->descr), src, pygpu_ktype_of(v->descr), a->nd,
+                             GA_SHAPE(a), s)) == 1) {
+        PyErr_SetString(PyExc_RuntimeError, "PyGPU's cast kernel cannot run on this device");
+        r = -1;
+    }
+    if (r == 0)
+        pygpu_array_note_stream(st, v, stream, s);
+    Py_XDECREF(tmp);
+    return r;
 }
 
 int pygpu_array_assign(PyGPUArray *a, PyObject *value, PyObject *stream, int async)
@@ -229,7 +274,7 @@ int pygpu_array_assign(PyGPUArray *a, PyObject *value, PyObject *stream, int asy
         if (same_shape(a, v) && PyArray_EquivTypes(a->descr, v->descr)) {
             PyObject *tmp = NULL;
             if (may_overlap(a, v)) {    /* as NumPy: the result is as if v were copied first */
-                if (!(tmp = dense_copy(st, v, 0, s, stream, a->device)))
+                if (!(tmp = dense_copy(st, v, PYGPU_ORDER_K, s, stream, a->device)))
                     return -1;
                 v = (PyGPUArray *)tmp;
             }
@@ -242,7 +287,16 @@ int pygpu_array_assign(PyGPUArray *a, PyObject *value, PyObject *stream, int asy
             }
             return r;
         }
-        /* Broadcasting or casting: through the host, where NumPy does both. */
+        /* Broadcasting or casting: on the device by PyGPU's kernels, else
+         * (another device, no kernels) through the host, where NumPy does both. */
+        int here = v->device == a->device ? pygpu_kernels_usable(st, a->device) : 0;
+        if (here < 0)
+            return -1;
+        if (here) {
+            if ((r = assign_on_device(st, a, v, stream, s, async)) == 0)
+                pygpu_array_note_stream(st, a, stream, s);
+            return r;
+        }
         if (!(value = host = pygpu_array_get(v, NULL, stream, 0, 0)))
             return -1;
     }
@@ -252,7 +306,7 @@ int pygpu_array_assign(PyGPUArray *a, PyObject *value, PyObject *stream, int asy
     if (PyArray_SIZE(h) == 1 && PyArray_NDIM(h) <= a->nd) {
         /* One value for every element: a fill, no host copy of the view. */
         r = pygpu_fill(st, device_side(a), a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), PyArray_BYTES(h), s);
-    } else if (broadcast_strides(a, h, strides) == 0) {
+    } else if (broadcast_to(a, PyArray_NDIM(h), PyArray_SHAPE(h), PyArray_STRIDES(h), strides) == 0) {
         pygpu_side src = {PyArray_BYTES(h), strides, 0, -1};
         r = pygpu_copy(st, device_side(a), src, a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, async);
     }
@@ -329,22 +383,34 @@ static PyObject *array_dunder_array(PyObject *self, PyObject *args, PyObject *kw
 
 /* ---- copies and fills ----------------------------------------------------- */
 
-/* 'C' (the default), 'F', 'A' or 'K' for a copy of `a`: 1 for Fortran
- * order, 0 for C, -2 with ValueError. */
-static int copy_order(PyGPUArray *a, PyObject *order)
+/* C or F order (1 for F) for reshape, ravel and flatten: 'C' (None), 'F',
+ * or for 'A' and 'K' F where `a` is F-contiguous and not C-contiguous, as
+ * NumPy reads the elements; -2 with ValueError. */
+static int flat_order(PyGPUArray *a, PyObject *order)
 {
-    if (order == NULL || order == Py_None)
-        return 0;
     int o = pygpu_order_arg(order, 1);
     if (o == -1)
-        o = (a->flags & PYGPU_F_CONTIGUOUS) && !(a->flags & PYGPU_C_CONTIGUOUS);
+        return 0;
+    if (o == PYGPU_ORDER_A || o == PYGPU_ORDER_K)
+        return (a->flags & PYGPU_F_CONTIGUOUS) && !(a->flags & PYGPU_C_CONTIGUOUS);
     return o;
 }
 
-/* A dense copy of `a` in `fortran` order on the device named by `device`
- * (None: a's own), for copy() and to_device(); with `self_if_there`, a
- * itself when it is on that device already.  New reference. */
-static PyObject *copy_to_device(PyGPUArray *a, int fortran, PyObject *device, PyObject *stream, int self_if_there)
+/* The layout of a copy for an order argument (enum pygpu_order): 'C',
+ * 'F', 'A' or 'K'; None (or no argument) is 'K', so that a copy keeps the
+ * layout as PyCUDA's does (an F-ordered array stays F-ordered).  -2 with
+ * ValueError. */
+static int copy_order(PyObject *order)
+{
+    int o = pygpu_order_arg(order, 1);
+    return o == -1 ? PYGPU_ORDER_K : o;
+}
+
+/* A dense copy of `a` in `order` (enum pygpu_order) on the device named by
+ * `device` (None: a's own), for copy() and to_device(); with
+ * `self_if_there`, a itself when it is on that device already.  New
+ * reference. */
+static PyObject *copy_to_device(PyGPUArray *a, int order, PyObject *device, PyObject *stream, int self_if_there)
 {
     pygpu_state *st = pygpu_state_of((PyObject *)a);
     pygpu_stream_t s;
@@ -354,18 +420,18 @@ static PyObject *copy_to_device(PyGPUArray *a, int fortran, PyObject *device, Py
         return NULL;
     if (self_if_there && dev == a->device)
         return Py_NewRef((PyObject *)a);
-    return dense_copy(st, a, fortran, s, stream, dev);
+    return dense_copy(st, a, order, s, stream, dev);
 }
 
 static PyObject *array_copy(PyObject *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"order", "stream", "device", NULL};
     PyObject *order = NULL, *stream = Py_None, *device = Py_None;
-    int fortran;
+    int o;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O$OO:copy", kwlist, &order, &stream, &device) ||
-        (fortran = copy_order(SELF, order)) < 0)
+        (o = copy_order(order)) < 0)
         return NULL;
-    return copy_to_device(SELF, fortran, device, stream, 0);
+    return copy_to_device(SELF, o, device, stream, 0);
 }
 
 static PyObject *array_to_device(PyObject *self, PyObject *args, PyObject *kwds)
@@ -378,8 +444,7 @@ static PyObject *array_to_device(PyObject *self, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_TypeError, "to_device() needs a device (a pygpu.Device or an int ordinal), not None");
         return NULL;
     }
-    int fortran = (SELF->flags & PYGPU_F_CONTIGUOUS) && !(SELF->flags & PYGPU_C_CONTIGUOUS);
-    return copy_to_device(SELF, fortran, device, stream, 1);
+    return copy_to_device(SELF, PYGPU_ORDER_K, device, stream, 1);
 }
 
 static PyObject *array_fill(PyObject *self, PyObject *args, PyObject *kwds)
@@ -408,6 +473,131 @@ static PyObject *array_fill(PyObject *self, PyObject *args, PyObject *kwds)
     if (r == 0)
         pygpu_array_note_stream(st, SELF, stream, s);
     return r < 0 ? NULL : Py_NewRef(self);
+}
+
+/* ---- astype ----------------------------------------------------------------- */
+
+/* NumPy's casting rule named by `obj` (None: no argument, 'unsafe') in
+ * *rule; 'same_value' (NumPy 2.4's rule that checks every value) leaves
+ * *rule unsafe and sets *by_numpy: NumPy does that one, on the host.  0, or
+ * -1 with NumPy's TypeError or ValueError. */
+static int casting_arg(PyObject *obj, NPY_CASTING *rule, int *by_numpy)
+{
+    static const struct { const char *name; NPY_CASTING rule; } rules[] = {
+        {"no", NPY_NO_CASTING}, {"equiv", NPY_EQUIV_CASTING}, {"safe", NPY_SAFE_CASTING},
+        {"same_kind", NPY_SAME_KIND_CASTING}, {"unsafe", NPY_UNSAFE_CASTING}, {"same_value", NPY_UNSAFE_CASTING},
+    };
+    *rule = NPY_UNSAFE_CASTING;
+    *by_numpy = 0;
+    if (!obj)
+        return 0;
+    if (!PyUnicode_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "casting must be str, not %.100s", Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++) {
+        if (PyUnicode_CompareWithASCIIString(obj, rules[i].name) == 0) {
+            *rule = rules[i].rule;
+            *by_numpy = i == 5;
+            return 0;
+        }
+    }
+    PyErr_Format(PyExc_ValueError, "casting must be one of 'no', 'equiv', 'safe', 'same_kind', 'unsafe', "
+                 "'same_value' (got %R)", obj);
+    return -1;
+}
+
+/* 1 if `a` already is laid out as `order` asks (enum pygpu_order). */
+static int in_order(PyGPUArray *a, int order)
+{
+    int c = (a->flags & PYGPU_C_CONTIGUOUS) != 0, f = (a->flags & PYGPU_F_CONTIGUOUS) != 0;
+    return order == PYGPU_ORDER_K || (order == PYGPU_ORDER_C && c) || (order == PYGPU_ORDER_F && f) ||
+           (order == PYGPU_ORDER_A && (c || f));
+}
+
+/* `a`'s elements, converted by NumPy on the host (`casting` its rule's
+ * name), into `out` on the device; 0, or -1 with an exception. */
+static int convert_on_host(PyGPUArray *a, PyGPUArray *out, const char *casting, PyObject *stream)
+{
+    PyObject *h = pygpu_array_get(a, NULL, stream, 0, 0), *c = NULL;
+    if (h)
+        c = PyObject_CallMethod(h, "astype", "Oss", (PyObject *)out->descr, "K", casting);
+    int r = c ? pygpu_array_assign(out, c, stream, 0) : -1;
+    Py_XDECREF(c);
+    Py_XDECREF(h);
+    return r;
+}
+
+PyObject *pygpu_array_astype(PyGPUArray *a, PyArray_Descr *descr, int order, const char *numpy_casting,
+                             PyObject *stream)
+{
+    pygpu_state *st = pygpu_state_of((PyObject *)a);
+    pygpu_stream_t s;
+    int prev, here;
+    if (!st || pygpu_memory_usable(a->mem) < 0 || pygpu_stream_for(st, stream, a->device, "array", &s) < 0)
+        return NULL;
+    if (PyArray_EquivTypes(a->descr, descr) && !numpy_casting)
+        return dense_copy(st, a, order, s, stream, a->device);
+    if ((here = numpy_casting ? 0 : pygpu_kernels_usable(st, a->device)) < 0 ||
+        (here && complex_warning(a->descr, descr) < 0) || pygpu_device_enter(st, a->device, &prev) < 0)
+        return NULL;
+    Py_INCREF(descr);
+    PyGPUArray *r = (PyGPUArray *)pygpu_array_empty_like(st, a, descr, order, stream);
+    if (pygpu_device_leave(st, prev) < 0)
+        Py_CLEAR(r);
+    if (!r)
+        return NULL;
+    int done = here ? pygpu_cast(st, device_side(r), pygpu_ktype_of(descr), device_side(a),
+                                 pygpu_ktype_of(a->descr), a->nd, GA_SHAPE(a), s)
+                    : 1;
+    if (done == 1)      /* no kernels here, or a rule that NumPy checks: NumPy converts */
+        done = convert_on_host(a, r, numpy_casting ? numpy_casting : "unsafe", stream);
+    if (done < 0) {
+        Py_DECREF(r);
+        return NULL;
+    }
+    pygpu_array_note_stream(st, r, stream, s);
+    pygpu_array_note_stream(st, a, stream, s);
+    return (PyObject *)r;
+}
+
+static PyObject *array_astype(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"dtype", "order", "casting", "subok", "copy", "stream", NULL};
+    PyObject *dtype, *order = NULL, *casting = NULL, *subok = NULL, *copy = Py_True, *stream = Py_None;
+    pygpu_state *st = pygpu_state_of(self);
+    NPY_CASTING rule;
+    int by_numpy, o, want_copy;
+    if (!st || !PyArg_ParseTupleAndKeywords(args, kwds, "O|OOOO$O:astype", kwlist, &dtype, &order, &casting,
+                                            &subok, &copy, &stream))
+        return NULL;
+    if (order && order != Py_None && PyObject_TypeCheck(order, st->Stream)) {
+        if (stream != Py_None) {
+            PyErr_SetString(PyExc_TypeError, "astype() got a stream twice (PyCUDA's astype(dtype, stream) form, "
+                                             "and stream=)");
+            return NULL;
+        }
+        stream = order;         /* PyCUDA's astype(dtype, stream) */
+        order = NULL;
+    }
+    (void)subok;                /* (GPUArray has no subclasses to keep) */
+    if ((o = copy_order(order)) < 0 || casting_arg(casting, &rule, &by_numpy) < 0 ||
+        (want_copy = PyObject_IsTrue(copy)) < 0)
+        return NULL;
+    PyArray_Descr *descr = pygpu_descr_arg(dtype);
+    if (!descr)
+        return NULL;
+    PyObject *r = NULL;
+    if (!PyArray_CanCastTypeTo(SELF->descr, descr, rule)) {
+        PyErr_Format(PyExc_TypeError, "Cannot cast array data from %R to %R according to the rule %R",
+                     (PyObject *)SELF->descr, (PyObject *)descr, casting);
+    } else if (!want_copy && !by_numpy && PyArray_EquivTypes(SELF->descr, descr) && in_order(SELF, o)) {
+        r = Py_NewRef(self);
+    } else {
+        r = pygpu_array_astype(SELF, descr, o, by_numpy ? "same_value" : NULL, stream);
+    }
+    Py_DECREF(descr);
+    return r;
 }
 
 /* ---- views ------------------------------------------------------------------ */
@@ -522,7 +712,7 @@ static PyObject *array_reshape(PyObject *self, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_TypeError, "reshape() needs a shape");
         return NULL;
     }
-    if ((fortran = copy_order(SELF, order)) < 0 || reshape_shape(SELF, args, &nd, shape) < 0)
+    if ((fortran = flat_order(SELF, order)) < 0 || reshape_shape(SELF, args, &nd, shape) < 0)
         return NULL;
     if (order && PyUnicode_Check(order) && PyUnicode_CompareWithASCIIString(order, "K") == 0) {
         PyErr_SetString(PyExc_ValueError, "order 'K' is not permitted for reshaping");
@@ -538,7 +728,7 @@ static PyObject *array_ravel(PyObject *self, PyObject *args, PyObject *kwds)
     int fortran;
     ptrdiff_t n = pygpu_array_size(SELF), stride = GA_ITEMSIZE(SELF);
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:ravel", kwlist, &order) ||
-        (fortran = copy_order(SELF, order)) < 0)
+        (fortran = flat_order(SELF, order)) < 0)
         return NULL;
     /* As NumPy: a view when the elements are contiguous in that order, else a copy. */
     if (SELF->flags & (fortran ? PYGPU_F_CONTIGUOUS : PYGPU_C_CONTIGUOUS))
@@ -555,7 +745,7 @@ static PyObject *array_flatten(PyObject *self, PyObject *args, PyObject *kwds)
     int fortran;
     ptrdiff_t n = pygpu_array_size(SELF), stride = GA_ITEMSIZE(SELF);
     if (!st || !PyArg_ParseTupleAndKeywords(args, kwds, "|O:flatten", kwlist, &order) ||
-        (fortran = copy_order(SELF, order)) < 0 || pygpu_stream_for(st, NULL, SELF->device, "array", &s) < 0)
+        (fortran = flat_order(SELF, order)) < 0 || pygpu_stream_for(st, NULL, SELF->device, "array", &s) < 0)
         return NULL;
     PyGPUArray *c = (PyGPUArray *)dense_copy(st, SELF, fortran, s, NULL, SELF->device);
     if (!c)
@@ -633,8 +823,11 @@ static PyObject *array_transpose(PyObject *self, PyObject *args)
 {
     int perm[PYGPU_MAXDIMS], seen[PYGPU_MAXDIMS] = {0}, nd = SELF->nd;
     PyObject *axes = args;
-    if (PyTuple_GET_SIZE(args) == 1 && !PyIndex_Check(PyTuple_GET_ITEM(args, 0)))
-        axes = PyTuple_GET_ITEM(args, 0);
+    if (PyTuple_GET_SIZE(args) == 1) {     /* transpose(axes): a sequence (a NumPy array too), or None */
+        PyObject *one = PyTuple_GET_ITEM(args, 0);
+        if (!PyIndex_Check(one) || (PyArray_Check(one) && PyArray_NDIM((PyArrayObject *)one) > 0))
+            axes = one;
+    }
     if (axes == Py_None || (PyTuple_Check(axes) && PyTuple_GET_SIZE(axes) == 0)) {
         for (int i = 0; i < nd; i++)
             perm[i] = nd - 1 - i;
@@ -691,15 +884,23 @@ PyMethodDef pygpu_array_methods[] = {
     {"set_async", KW(array_set_async),
      "set_async(ary, stream=None)\n--\n\nAs set(), queued on `stream`."},
     {"copy", KW(array_copy),
-     "copy(order='C', *, stream=None, device=None)\n--\n\n"
-     "A new array with the same elements, on `device` (default: this array's).\n"
+     "copy(order='K', *, stream=None, device=None)\n--\n\n"
+     "A new array with the same elements, on `device` (default: this array's), laid out\n"
+     "as `order` says: 'K' (the default, as PyCUDA: this array's axis order, so that an\n"
+     "F-ordered array stays F-ordered), 'C', 'F' or 'A', as in NumPy.\n"
      "A copy to another device goes peer to peer where the hardware allows,\n"
      "else through pinned host memory, and is done when this returns."},
     {"to_device", KW(array_to_device),
      "to_device(device, *, stream=None)\n--\n\n"
      "This array on `device`: itself if it is there, else a copy (as copy(device=...),\n"
-     "keeping Fortran order)."},
+     "in this array's layout)."},
     {"fill", KW(array_fill), "fill(value, stream=None)\n--\n\nSet every element to `value`; returns self."},
+    {"astype", KW(array_astype),
+     "astype(dtype, order='K', casting='unsafe', subok=True, copy=True, *, stream=None)\n--\n\n"
+     "The elements converted to `dtype` in a new array, as NumPy's astype converts them, on the\n"
+     "device (PyGPU's cast kernel, queued on `stream`).  `order` lays it out ('K': as this\n"
+     "array), `casting` is NumPy's rule; copy=False returns self when nothing needs to change.\n"
+     "PyCUDA's astype(dtype, stream) works too."},
     {"view", KW(array_view_method),
      "view(dtype=None)\n--\n\nThe same memory seen as another dtype (or a plain view)."},
     {"reshape", KW(array_reshape),

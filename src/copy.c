@@ -14,15 +14,19 @@
  *      piece going down as soon as it is gathered (into pageable memory, and
  *      rows of 1-3 bytes: the bytes the view covers come down and the host
  *      gathers);
- *   4. device->device layouts that would need many runtime calls go through
- *      the host.
+ *   4. device->device: one runtime copy where the pair is dense (or one 2-D
+ *      copy of wide rows), else PyGPU's own kernels (devcopy.c); without
+ *      them, a few 2-D copies, or for layouts that would need many runtime
+ *      calls, the host (d2d_way is the rule).
  * Between two devices, each side is made dense on its own device (a gather
  * or scatter there), and the dense bytes cross peer to peer when the
  * hardware allows it, else through pinned host buffers in a pipeline.
  * Everything here runs with the GIL released and returns runtime statuses;
- * pygpu_copy and pygpu_fill are the two doors from Python.
+ * pygpu_copy, pygpu_cast and pygpu_fill are the doors from Python.
  */
 #include "pygpu.h"
+#include "devcopy.h"
+#include "kernels/kernels.h"
 #include "staging.h"
 
 #include <pthread.h>
@@ -41,6 +45,7 @@ typedef struct {
     int async;                  /* device to page-locked host memory may be left queued */
     pygpu_queued_fn queued;     /* passed on to staged uploads (see scatter_up) */
     void *queued_arg;
+    pygpu_status kernels;       /* why PyGPU's kernels could not run where wanted (0: they could) */
 } ctx;
 
 /* Between chunks of a staged copy: take the GIL back for a moment to run
@@ -146,6 +151,53 @@ static pygpu_status engine(ctx *c, const pygpu_pair *p, const geometry *g, char 
     }
 }
 
+/* ---- copies on one device: the rule ----------------------------------------- */
+
+/* Rows this wide or wider move by one 2-D runtime copy as fast as by a
+ * kernel (to be measured). */
+#define ROW_2D_MIN 512
+
+enum d2d_way {
+    D2D_RUNTIME,                /* the runtime's copies (the engine) */
+    D2D_KERNEL,                 /* PyGPU's kernels (devcopy.c) */
+    D2D_HOST,                   /* through the host: too many runtime calls, no kernels */
+};
+
+/* 1 if PyGPU's kernels can run on the current device; else the reason is
+ * kept for the warning pygpu_copy gives. */
+static int kernels_usable(ctx *c)
+{
+    pygpu_status k = pygpu_rt_kernels_ready();
+    if (k != 0 && !c->kernels)
+        c->kernels = k;
+    return k == 0;
+}
+
+/* How a simplified pair of geometry `g` moves between two layouts on one
+ * device: the one place that decides.  One runtime copy where one does it
+ * (dense, or rows of ROW_2D_MIN bytes or more at a pitch); else the
+ * kernels; without them, the runtime's copies where a few do it, else
+ * the host. */
+static enum d2d_way d2d_way(ctx *c, const geometry *g)
+{
+    if (g->calls == 1 && (g->hax < 0 || g->width >= ROW_2D_MIN))
+        return D2D_RUNTIME;
+    if (kernels_usable(c))
+        return D2D_KERNEL;
+    return g->calls <= MAX_DIRECT_CALLS ? D2D_RUNTIME : D2D_HOST;
+}
+
+/* Copy simplified pair `p` on the current device, from src (layout 1) to
+ * dst (layout 0), by the runtime's copies or the kernels: never through
+ * the host (the callers that can take that way ask d2d_way first). */
+static pygpu_status on_device(ctx *c, const pygpu_pair *p, char *dst, const char *src, ptrdiff_t itemsize)
+{
+    geometry g = geometry_of(p, itemsize);
+    if (d2d_way(c, &g) == D2D_KERNEL)
+        return note(c, pygpu_dev_copy(p, dst, src, itemsize, c->s), "LaunchKernel");
+    return engine(c, p, &g, dst, src, PYGPU_COPY_D2D);
+}
+
 /* ---- helpers -------------------------------------------------------------- */
 
 static ptrdiff_t pair_size(const pygpu_pair *p)
@@ -178,12 +230,11 @@ static pygpu_status device_pass(ctx *c, const pygpu_pair *p, int which, char *vi
         pygpu_pair_init(&q, p->nd, p->shape, ds, p->strides[which]);
     else
         pygpu_pair_init(&q, p->nd, p->shape, p->strides[which], ds);
-    pygpu_pair_simplify(&q, to_dense ? 1 : 0);
+    pygpu_pair_simplify(&q, 0);
     if (q.nd < 0)
         return 0;
-    geometry g = geometry_of(&q, itemsize);
-    return engine(c, &q, &g, (to_dense ? dense : view) + q.offset[0],
-                  (to_dense ? view : dense) + q.offset[1], PYGPU_COPY_D2D);
+    return on_device(c, &q, (to_dense ? dense : view) + q.offset[0], (to_dense ? view : dense) + q.offset[1],
+                     itemsize);
 }
 
 /* `p` cut to [from, to) along its first axis. */
@@ -572,12 +623,24 @@ static pygpu_status d2h(ctx *c, const pygpu_pair *p, const geometry *g, char *ds
     pygpu_pair_simplify(&q, 1);
     geometry gd = geometry_of(&q, itemsize);
     pygpu_shape_extent(p->nd, p->shape, p->strides[1], itemsize, &lo, &hi);
-    if (gd.calls <= MAX_DIRECT_CALLS && (gd.width >= 64 || (size_t)(hi - lo) > 4 * nbytes)) {
-        /* Gather on the device into a dense buffer (the device moves rows
-         * of 64 B or more well), then down. */
-        if ((r = dev_temp(c, &t, nbytes)) == 0 && (r = device_pass(c, p, 1, (char *)src, t.dev, itemsize, 1)) == 0)
-            r = dense_to_host(c, p, 0, dst, t.dev, itemsize, c->async);
-        return temps_free(c, &t, r);
+    int kernels = kernels_usable(c);
+    if (kernels || (gd.calls <= MAX_DIRECT_CALLS && (gd.width >= 64 || (size_t)(hi - lo) > 4 * nbytes))) {
+        /* Gather on the device into a dense buffer, then down in one
+         * piece: only the view's own bytes cross the link.  PyGPU's kernel
+         * gathers any rows at the device's speed; without it, the runtime
+         * moves rows of 64 B or more well. */
+        const char *call = c->call;
+        if ((r = dev_temp(c, &t, nbytes)) == 0) {
+            if ((r = device_pass(c, p, 1, (char *)src, t.dev, itemsize, 1)) == 0)
+                r = dense_to_host(c, p, 0, dst, t.dev, itemsize, c->async);
+            return temps_free(c, &t, r);
+        }
+        if (!kernels)
+            return r;
+        /* No room on the device for the gathered copy: the host gathers. */
+        (void)pygpu_rt_get_last_error();
+        c->call = call;
+        r = 0;
     }
     if (gd.calls <= MAX_DIRECT_CALLS && gd.width >= NARROW_MIN && nbytes >= GATHER_MIN_BYTES &&
         !pageable(dst, p, itemsize)) {
@@ -646,9 +709,9 @@ static pygpu_status plan(ctx *c, pygpu_side dst, pygpu_side src, int nd, const p
         return 0;
     }
     if (dst.on_device && src.on_device) {
-        if (g.calls <= MAX_DIRECT_CALLS)
-            return engine(c, &p, &g, d, s, PYGPU_COPY_D2D);
-        return d2d_via_host(c, dst, src, nd, shape, itemsize);
+        if (d2d_way(c, &g) == D2D_HOST)
+            return d2d_via_host(c, dst, src, nd, shape, itemsize);
+        return on_device(c, &p, d, s, itemsize);
     }
     return dst.on_device ? h2d(c, &p, &g, d, s, itemsize) : d2h(c, &p, &g, d, s, itemsize);
 }
@@ -860,6 +923,42 @@ static pygpu_status cross_device(ctx *c, pygpu_side dst, pygpu_side src, int nd,
     return r;
 }
 
+/* The first time in this process that PyGPU's kernels could not run
+ * where a copy wanted them (`why`, their loading's status): a
+ * BackendWarning saying so, and what such copies do instead.  0, or -1
+ * when the warning was turned into an error.  With the GIL. */
+static int kernels_warning(pygpu_status why)
+{
+    static int warned;
+    if (!why || warned)
+        return 0;
+    warned = 1;
+    PyObject *mod = PyImport_ImportModule("pygpu._errors");
+    PyObject *cls = mod ? PyObject_GetAttrString(mod, "BackendWarning") : NULL;
+    int r = cls ? PyErr_WarnFormat(cls, 1, "PyGPU's copy kernels cannot run on this device (%s: %s; kernels: %s): "
+                                   "layout copies, casts and fills of device memory take slower ways (many "
+                                   "runtime copies, or through the host)", pygpu_rt_error_name(why),
+                                   pygpu_rt_error_string(why), pygpu_rt_kernels_origin())
+                : -1;
+    Py_XDECREF(cls);
+    Py_XDECREF(mod);
+    return r;
+}
+
+int pygpu_kernels_usable(pygpu_state *st, int dev)
+{
+    int prev = -1;
+    pygpu_status k;
+    if (dev >= 0 && pygpu_device_enter(st, dev, &prev) < 0)
+        return -1;
+    Py_BEGIN_ALLOW_THREADS      /* (the first time: loading them, maybe compiling PTX) */
+    k = pygpu_rt_kernels_ready();
+    Py_END_ALLOW_THREADS
+    if ((prev >= 0 && pygpu_device_leave(st, prev) < 0) || kernels_warning(k) < 0)
+        return -1;
+    return k == 0;
+}
+
 int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape,
                ptrdiff_t itemsize, pygpu_stream_t s, int async)
 {
@@ -885,9 +984,59 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
         (void)pygpu_rt_get_last_error();
     if (c.stopped)
         return -1;      /* the signal handler's exception (KeyboardInterrupt) is set */
-    if (pygpu_check(st, r, c.call ? c.call : "MemcpyAsync") < 0)
+    if (pygpu_check(st, r, c.call ? c.call : "MemcpyAsync") < 0 || kernels_warning(c.kernels) < 0)
         return -1;
     return back;
+}
+
+/* ---- casts ------------------------------------------------------------------ */
+
+int pygpu_cast(pygpu_state *st, pygpu_side dst, int dtype, pygpu_side src, int stype, int nd, const ptrdiff_t *shape,
+               pygpu_stream_t s)
+{
+    ctx c = {.s = s};
+    temps ts = {0}, td = {0};
+    pygpu_pair p;
+    pygpu_status r = 0;
+    int prev = -1, done = 0;
+    pygpu_pair_init(&p, nd, shape, dst.strides, src.strides);
+    pygpu_pair_simplify(&p, 0);
+    if (p.nd < 0)
+        return 0;
+    pygpu_pair whole = p;
+    char *d = dst.ptr + p.offset[0], *from = src.ptr + p.offset[1];
+    ptrdiff_t n = pair_size(&p), dsize = pk_itemsize(dtype), ssize = pk_itemsize(stype);
+    if (dst.device >= 0 && pygpu_device_enter(st, dst.device, &prev) < 0)
+        return -1;
+    Py_BEGIN_ALLOW_THREADS
+    if (kernels_usable(&c)) {
+        done = 1;
+        /* The kernels read and write whole elements: a side that is not
+         * aligned to them goes through a dense buffer of its own type. */
+        if (!pygpu_dev_aligned(&p, 1, from, pygpu_dev_unit(stype)) &&
+            (r = dev_temp(&c, &ts, (size_t)(n * ssize))) == 0 &&
+            (r = device_pass(&c, &whole, 1, from, ts.dev, ssize, 1)) == 0) {
+            dense_strides(&p, ssize, p.strides[1]);
+            from = ts.dev;
+        }
+        if (r == 0 && !pygpu_dev_aligned(&p, 0, d, pygpu_dev_unit(dtype)) &&
+            (r = dev_temp(&c, &td, (size_t)(n * dsize))) == 0) {
+            dense_strides(&p, dsize, p.strides[0]);
+            d = td.dev;
+        }
+        if (r == 0)
+            r = note(&c, pygpu_dev_cast(&p, d, dtype, from, stype, s), "LaunchKernel");
+        if (r == 0 && td.dev)
+            r = device_pass(&c, &whole, 0, dst.ptr + whole.offset[0], td.dev, dsize, 0);
+        r = temps_free(&c, &td, r);
+        r = temps_free(&c, &ts, r);
+    }
+    Py_END_ALLOW_THREADS
+    if (prev >= 0 && pygpu_rt_set_device(prev) != 0 && r == 0)
+        r = note(&c, pygpu_rt_get_last_error(), "SetDevice");
+    if (pygpu_check(st, r, c.call ? c.call : "LaunchKernel") < 0 || kernels_warning(c.kernels) < 0)
+        return -1;
+    return done ? 0 : 1;
 }
 
 /* ---- fill ------------------------------------------------------------------ */
@@ -918,38 +1067,71 @@ static pygpu_status fill_dense(ctx *c, char *dst, ptrdiff_t n, ptrdiff_t itemsiz
     return r;
 }
 
+/* Fill layout 0 of `p` (at dst) by PyGPU's fill kernel: in place where
+ * the layout is aligned to whole elements, else in a dense buffer that is
+ * then copied into place. */
+static pygpu_status fill_by_kernel(ctx *c, const pygpu_pair *p, char *dst, ptrdiff_t itemsize, const void *value)
+{
+    temps t = {0};
+    pygpu_status r;
+    if (pygpu_dev_aligned(p, 0, dst, itemsize))
+        return note(c, pygpu_dev_fill(p, dst, itemsize, value, c->s), "LaunchKernel");
+    pygpu_pair q = *p;
+    dense_strides(p, itemsize, q.strides[0]);
+    if ((r = dev_temp(c, &t, (size_t)(pair_size(p) * itemsize))) == 0 &&
+        (r = note(c, pygpu_dev_fill(&q, t.dev, itemsize, value, c->s), "LaunchKernel")) == 0)
+        r = device_pass(c, p, 0, dst, t.dev, itemsize, 0);
+    return temps_free(c, &t, r);
+}
+
+/* Fill it without kernels: a memset or doubling copies into it if it is
+ * dense, else into a dense buffer copied into place. */
+static pygpu_status fill_by_copies(ctx *c, const pygpu_pair *p, char *dst, ptrdiff_t itemsize,
+                                   const unsigned char *value)
+{
+    temps t = {0};
+    pygpu_status r;
+    ptrdiff_t ds[PYGPU_MAXDIMS], n = pair_size(p);
+    if (pygpu_pair_is_dense(p, 0, itemsize))
+        return fill_dense(c, dst, n, itemsize, value);
+    if ((r = dev_temp(c, &t, (size_t)(n * itemsize))) == 0 && (r = fill_dense(c, t.dev, n, itemsize, value)) == 0) {
+        dense_strides(p, itemsize, ds);
+        pygpu_side view = {dst, p->strides[0], 1, -1}, dense = {t.dev, ds, 1, -1};
+        r = plan(c, view, dense, p->nd, p->shape, itemsize);
+    }
+    return temps_free(c, &t, r);
+}
+
 int pygpu_fill(pygpu_state *st, pygpu_side dst, int nd, const ptrdiff_t *shape, ptrdiff_t itemsize,
                const void *value, pygpu_stream_t s)
 {
     ctx c = {.s = s};
-    temps t = {0};
     pygpu_pair p;
-    ptrdiff_t ds[PYGPU_MAXDIMS];
     pygpu_status r = 0;
+    int uniform = is_uniform(value, itemsize);
     pygpu_pair_init(&p, nd, shape, dst.strides, dst.strides);
     pygpu_pair_simplify(&p, 0);
     if (p.nd < 0)
         return 0;
-    ptrdiff_t n = pair_size(&p);
+    char *d = dst.ptr + p.offset[0];
     int prev = -1;
     if (dst.device >= 0 && pygpu_device_enter(st, dst.device, &prev) < 0)
         return -1;
     Py_BEGIN_ALLOW_THREADS
-    if (pygpu_pair_is_dense(&p, 0, itemsize)) {
-        r = fill_dense(&c, dst.ptr + p.offset[0], n, itemsize, value);
-    } else if ((r = dev_temp(&c, &t, (size_t)(n * itemsize))) == 0 &&
-               (r = fill_dense(&c, t.dev, n, itemsize, value)) == 0) {
-        dense_strides(&p, itemsize, ds);
-        pygpu_side view = {dst.ptr + p.offset[0], p.strides[0], 1, -1}, dense = {t.dev, ds, 1, -1};
-        r = plan(&c, view, dense, p.nd, p.shape, itemsize);
-    }
-    r = temps_free(&c, &t, r);
-    /* A value that is not one repeated byte was copied up from the caller's
-     * memory: wait for that copy.  A memset needs nothing from the host. */
-    if (r == 0 && !is_uniform(value, itemsize))
+    if (uniform && pygpu_pair_is_dense(&p, 0, itemsize))
+        r = note(&c, pygpu_rt_memset_async(d, ((const unsigned char *)value)[0], (size_t)(pair_size(&p) * itemsize),
+                                          s), "MemsetAsync");
+    else if (kernels_usable(&c))
+        r = fill_by_kernel(&c, &p, d, itemsize, value);     /* (the value goes with the launch) */
+    else if ((r = fill_by_copies(&c, &p, d, itemsize, value)) == 0 && !uniform) {
+        /* A value that is not one repeated byte was copied up from the
+         * caller's memory: wait for that copy. */
         r = note(&c, pygpu_rt_stream_synchronize(s), "StreamSynchronize");
+    }
     Py_END_ALLOW_THREADS
     if (prev >= 0 && pygpu_rt_set_device(prev) != 0 && r == 0)
         r = note(&c, pygpu_rt_get_last_error(), "SetDevice");
-    return pygpu_check(st, r, c.call ? c.call : "MemsetAsync");
+    if (pygpu_check(st, r, c.call ? c.call : "MemsetAsync") < 0 || kernels_warning(c.kernels) < 0)
+        return -1;
+    return 0;
 }

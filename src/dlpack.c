@@ -1051,12 +1051,8 @@ static PyObject *mod_asarray(PyObject *m, PyObject *const *args, Py_ssize_t narg
     if (dtype && !(want = pygpu_descr_arg(dtype)))
         return NULL;
     r = as_array(st, v[0], dtype);
-    if (r && want && !PyArray_EquivTypes(((PyGPUArray *)r)->descr, want)) {
-        /* Casting needs a kernel, which PyGPU does not launch: through the host. */
-        PyObject *h = pygpu_array_get((PyGPUArray *)r, NULL, NULL, 0, 0);
-        Py_SETREF(r, h ? upload(st, h, ((PyGPUArray *)r)->device, dtype) : NULL);
-        Py_XDECREF(h);
-    }
+    if (r && want && !PyArray_EquivTypes(((PyGPUArray *)r)->descr, want))
+        Py_SETREF(r, pygpu_array_astype((PyGPUArray *)r, want, PYGPU_ORDER_K, NULL, Py_None));
     Py_XDECREF(want);
     return r;
 }

@@ -5,6 +5,7 @@
  * works.
  */
 #include "pygpu.h"
+#include "kernels/kernels.h"
 
 int pygpu_descr_supported(PyArray_Descr *d)
 {
@@ -58,4 +59,21 @@ PyArray_Descr *pygpu_descr_from_kind(char kind, int itemsize)
     default: break;
     }
     return t < 0 ? NULL : PyArray_DescrFromType(t);
+}
+
+int pygpu_ktype_of(PyArray_Descr *d)
+{
+    static const int ints[] = {PK_I8, PK_I16, -1, PK_I32, -1, -1, -1, PK_I64};
+    static const int uints[] = {PK_U8, PK_U16, -1, PK_U32, -1, -1, -1, PK_U64};
+    int size = (int)PyDataType_ELSIZE(d);
+    if (!pygpu_descr_supported(d))
+        return -1;
+    switch (d->kind) {
+    case 'b': return PK_BOOL;
+    case 'i': return size >= 1 && size <= 8 ? ints[size - 1] : -1;
+    case 'u': return size >= 1 && size <= 8 ? uints[size - 1] : -1;
+    case 'f': return size == 2 ? PK_F16 : size == 4 ? PK_F32 : size == 8 ? PK_F64 : -1;
+    case 'c': return size == 8 ? PK_C64 : size == 16 ? PK_C128 : -1;
+    default: return -1;
+    }
 }

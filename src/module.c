@@ -127,7 +127,28 @@ static PyObject *mod_driver_version(PyObject *m, PyObject *unused)
     return PyLong_FromLong(v);
 }
 
+static PyObject *mod_copy_kernels(PyObject *m, PyObject *unused)
+{
+    (void)unused;
+    pygpu_status k;
+    if (pygpu_fork_check(state(m)) < 0)
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    k = pygpu_rt_kernels_ready();
+    Py_END_ALLOW_THREADS
+    (void)pygpu_rt_get_last_error();
+    if (k == 0)
+        return Py_BuildValue("{s:s,s:O,s:O}", "origin", pygpu_rt_kernels_origin(), "ready", Py_True, "why", Py_None);
+    return Py_BuildValue("{s:s,s:O,s:s}", "origin", pygpu_rt_kernels_origin(), "ready", Py_False, "why",
+                         pygpu_rt_error_name(k));
+}
+
 static PyMethodDef module_methods[] = {
+    {"copy_kernels", mod_copy_kernels, METH_NOARGS,
+     "copy_kernels()\n--\n\nPyGPU's own copy kernels (layout copies, casts, fills of device memory) on the\n"
+     "current device, as a dict: 'origin' (what this build holds), 'ready' (whether they run\n"
+     "here, loading them the first time) and 'why' (the runtime's status when they do not).\n"
+     "Where they do not run, such copies take slower ways (many runtime copies, or the host)."},
     {"device_count", mod_device_count, METH_NOARGS,
      "device_count()\n--\n\nThe number of devices; GPUError if the runtime has none."},
     {"get_device", mod_get_device, METH_NOARGS, "get_device()\n--\n\nThe current device of this thread."},

@@ -274,6 +274,18 @@ int pygpu_peer_usable(int dst, int src);
  * copies know); the runtime's status.  The current device is kept. */
 pygpu_status pygpu_peer_enable(int dev, int peer);
 pygpu_status pygpu_peer_disable(int dev, int peer);
+/* 1 if PyGPU's kernels can run on device `dev` (-1: the current one),
+ * readying them there the first time; 0 if not (with the one-time
+ * BackendWarning saying why); -1 with an exception set. */
+int pygpu_kernels_usable(pygpu_state *st, int dev);
+/* Convert the elements of device layout `src` (type `stype`) into device
+ * layout `dst` (type `dtype`; both enum pygpu_ktype), on one device, by
+ * PyGPU's cast kernel, as NumPy's unsafe casts convert (src strides may be
+ * 0: broadcast; the layouts must not overlap).  Queued on `s`.  0 when
+ * done, 1 when the kernels cannot run here (the caller takes the host's
+ * way), -1 with an exception set. */
+int pygpu_cast(pygpu_state *st, pygpu_side dst, int dtype, pygpu_side src, int stype, int nd, const ptrdiff_t *shape,
+               pygpu_stream_t s);
 /* Fill the elements of a device layout with one element's bytes `value`. */
 int pygpu_fill(pygpu_state *st, pygpu_side dst, int nd, const ptrdiff_t *shape, ptrdiff_t itemsize,
                const void *value, pygpu_stream_t s);
@@ -290,6 +302,13 @@ PyObject *pygpu_array_wrap(pygpu_state *st, PyTypeObject *tp, PyArray_Descr *des
  * order, allocated on `stream` (a stream argument).  Steals `descr`. */
 PyObject *pygpu_array_empty(pygpu_state *st, PyTypeObject *tp, PyArray_Descr *descr, int nd,
                             const ptrdiff_t *shape, int fortran, PyObject *stream);
+/* The layout of a new array made from another: C, F, A (F if the other is
+ * F-contiguous and not C-contiguous, else C) or K (the other's axis order). */
+enum pygpu_order { PYGPU_ORDER_C = 0, PYGPU_ORDER_F = 1, PYGPU_ORDER_A = 2, PYGPU_ORDER_K = 3 };
+/* A new array of `a`'s shape and type, with `descr` (stolen), laid out in
+ * `order` (enum pygpu_order) relative to `a`, on the current device,
+ * allocated on `stream` (a stream argument); new reference. */
+PyObject *pygpu_array_empty_like(pygpu_state *st, PyGPUArray *a, PyArray_Descr *descr, int order, PyObject *stream);
 /* A view of `a` with another shape/strides/offset; new reference. */
 PyObject *pygpu_array_view(PyGPUArray *a, int nd, const ptrdiff_t *shape, const ptrdiff_t *strides,
                            char *data, PyArray_Descr *descr);
@@ -298,14 +317,21 @@ PyObject *pygpu_array_view(PyGPUArray *a, int nd, const ptrdiff_t *shape, const 
 int pygpu_shape_arg(PyObject *obj, int *nd, ptrdiff_t *shape);
 /* The same for any ints >= `min` (ValueError below it). */
 int pygpu_dims_arg(PyObject *obj, int *nd, ptrdiff_t *out, ptrdiff_t min);
-/* An order argument: 'C' -> 0, 'F' -> 1; with allow_any also 'A', 'K' and
- * None -> -1; -2 with ValueError otherwise. */
+/* An order argument: 'C' -> 0, 'F' -> 1; with allow_any also 'A' and 'K'
+ * (enum pygpu_order) and None -> -1; -2 with ValueError otherwise. */
 int pygpu_order_arg(PyObject *obj, int allow_any);
 /* Copy host data `value` (anything NumPy converts) into `a`, broadcast. */
 int pygpu_array_assign(PyGPUArray *a, PyObject *value, PyObject *stream, int async);
 /* A new NumPy array with `a`'s elements (C order), or them into `out`; with
  * `async`, a copy into a page-locked `out` is only queued on the stream. */
 PyObject *pygpu_array_get(PyGPUArray *a, PyObject *out, PyObject *stream, int pagelocked, int async);
+/* `a` converted to `descr` (borrowed) in a new array laid out in `order`
+ * (enum pygpu_order) on a's device, queued on `stream` (a stream
+ * argument): by PyGPU's cast kernel, or where it cannot run (or for
+ * `numpy_casting`, a rule NumPy checks value by value: "same_value"),
+ * through NumPy on the host.  Same dtype: a copy.  New reference. */
+PyObject *pygpu_array_astype(PyGPUArray *a, PyArray_Descr *descr, int order, const char *numpy_casting,
+                             PyObject *stream);
 int pygpu_array_init(PyObject *m, pygpu_state *st);
 extern PyMethodDef pygpu_array_module_methods[];
 extern PyMappingMethods pygpu_array_as_mapping;
@@ -375,6 +401,12 @@ PyObject *pygpu_array_dlpack_device(PyObject *self, PyObject *unused);
 int pygpu_interop_init(PyObject *m, pygpu_state *st);
 /* A cached object of the interop tuple (an index from dlpack.c); borrowed. */
 PyObject *pygpu_interop_get(pygpu_state *st, int index);
+
+/* ---- dtype.c (kernels) --------------------------------------------------- */
+
+/* The number PyGPU's kernels know `d` by (enum pygpu_ktype in
+ * kernels/kernels.h), or -1 for a dtype GPUArray does not hold. */
+int pygpu_ktype_of(PyArray_Descr *d);
 
 /* ---- dtype.c (interop) --------------------------------------------------- */
 

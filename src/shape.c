@@ -196,6 +196,28 @@ void pygpu_pair_init(pygpu_pair *p, int nd, const ptrdiff_t *shape, const ptrdif
 
 static ptrdiff_t absd(ptrdiff_t x) { return x < 0 ? -x : x; }
 
+int pygpu_shape_strides_like(int nd, const ptrdiff_t *shape, const ptrdiff_t *like, ptrdiff_t itemsize,
+                             ptrdiff_t *strides)
+{
+    int order[PYGPU_MAXDIMS];
+    ptrdiff_t nbytes, s = itemsize;
+    int r = pygpu_shape_nbytes(nd, shape, itemsize, &nbytes);
+    if (r < 0)
+        return r;
+    for (int i = 0; i < nd; i++) {         /* insertion sort: stable */
+        int j = i;
+        for (; j > 0 && absd(like[order[j - 1]]) < absd(like[i]); j--)
+            order[j] = order[j - 1];
+        order[j] = i;
+    }
+    for (int i = nd - 1; i >= 0; i--) {
+        strides[order[i]] = s;
+        if (shape[order[i]] > 0)     /* (as pygpu_shape_strides) */
+            s *= shape[order[i]];
+    }
+    return PYGPU_SHAPE_OK;
+}
+
 void pygpu_pair_simplify(pygpu_pair *p, int lead)
 {
     int n = 0;

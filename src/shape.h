@@ -33,6 +33,13 @@ int pygpu_shape_nbytes(int nd, const ptrdiff_t *shape, ptrdiff_t itemsize, ptrdi
 int pygpu_shape_strides(int nd, const ptrdiff_t *shape, ptrdiff_t itemsize, int fortran,
                         ptrdiff_t *strides);
 
+/* Strides (bytes) of a contiguous array whose axes lie in memory in the
+ * order of `like`'s (largest |stride| outermost; equal ones in axis
+ * order), as NumPy lays out a copy in order 'K'; fails as
+ * pygpu_shape_nbytes does. */
+int pygpu_shape_strides_like(int nd, const ptrdiff_t *shape, const ptrdiff_t *like, ptrdiff_t itemsize,
+                             ptrdiff_t *strides);
+
 /* 1 if the layout is contiguous in C (or, with fortran, F) order, by NumPy's
  * rules: axes of length 1 do not count, and empty arrays are contiguous. */
 int pygpu_shape_is_contiguous(int nd, const ptrdiff_t *shape, const ptrdiff_t *strides,

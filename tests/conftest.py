@@ -53,9 +53,10 @@ def pytest_collection_modifyitems(config, items):
 
 
 def clean_env(**overrides):
-    """A copy of os.environ without PYGPU_* settings, plus `overrides`
-    (a value of None removes the variable)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYGPU_")}
+    """A copy of os.environ without PYGPU_* settings (but PYGPU_KERNELS, so
+    that a run without PyGPU's kernels has none in its subprocesses either),
+    plus `overrides` (a value of None removes the variable)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYGPU_") or k == "PYGPU_KERNELS"}
     old = env.get("PYTHONPATH")
     env["PYTHONPATH"] = PACKAGE_ROOT + (os.pathsep + old if old else "")
     for k, v in overrides.items():

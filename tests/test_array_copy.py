@@ -182,7 +182,7 @@ def test_copy(shape, dtype, rng):
     for layout in LAYOUTS:
         a, g = device_layout(rng, shape, dtype, layout)
         for order, flag in (("C", "c_contiguous"), ("F", "f_contiguous")):
-            c = g.copy() if order == "C" else g.copy(order=order)
+            c = g.copy(order=order)
             want = a.copy(order=order)
             assert_matches(c, want)
             assert_same_layout(c, want)
@@ -192,6 +192,17 @@ def test_copy(shape, dtype, rng):
                 assert c.ptr != g.ptr
                 c[...] = random_array(rng, shape, dtype)  # writing the copy ...
                 assert_same_array(g.get(), a)  # ... leaves the original alone
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_copy_keeps_the_layout_by_default(shape, dtype, rng):
+    """copy() with no order is order 'K', as PyCUDA's copy() keeps layout."""
+    for layout in LAYOUTS:
+        a, g = device_layout(rng, shape, dtype, layout)
+        c, want = g.copy(), a.copy(order="K")
+        assert_matches(c, want)
+        assert_same_layout(c, want)
 
 
 FILL_VALUES = [0, 1.5, -3, True, False, 1 + 2j, 255, -0.0, float("nan"), 2 ** 40,

@@ -1,5 +1,7 @@
 """The C unit tests (tests/c/) of PyGPU's pure-C code: the layout arithmetic
-(src/shape.c) and the DLPack tensor checks (src/dlpack_check.c).
+(src/shape.c), the DLPack tensor checks (src/dlpack_check.c), and PyGPU's
+own kernels as the host backend runs them (src/devcopy.c,
+src/backend/kernels_host.c, src/kernels/kernels.h).
 
 Each is built with the system's C compiler (-Wall -Wextra -Werror) and run
 three ways: plainly, under valgrind memcheck (--error-exitcode=1
@@ -19,6 +21,7 @@ SRC = os.path.join(ROOT, "src")
 UNITS = {
     "test_shape": ["src/shape.c"],
     "test_dlpack_check": ["src/dlpack_check.c", "src/shape.c"],
+    "test_devcopy": ["src/devcopy.c", "src/backend/kernels_host.c", "src/shape.c"],
 }
 CC = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer"]
@@ -29,7 +32,7 @@ def build(tmp_path, unit, extra=()):
         pytest.skip("no C compiler")
     exe = tmp_path / (unit + ("-san" if extra else ""))
     cmd = [CC, "-std=c11", "-g", "-O1", "-Wall", "-Wextra", "-Werror", *extra, "-I" + SRC,
-           os.path.join(HERE, "c", unit + ".c"), *[os.path.join(ROOT, s) for s in UNITS[unit]], "-o", str(exe)]
+           os.path.join(HERE, "c", unit + ".c"), *[os.path.join(ROOT, s) for s in UNITS[unit]], "-lm", "-o", str(exe)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0 and extra:
         pytest.skip(f"{CC} cannot build with {' '.join(extra)}: {proc.stderr.strip()[-300:]}")

@@ -225,10 +225,14 @@ def test_squeeze_keeps_zero_length_axes_as_numpy():
 
 
 def test_copies_keep_C_and_F_as_numpy(rng):
+    """copy() keeps the layout, as PyCUDA's copy() does (order 'K'); an
+    order named is NumPy's."""
     a = np.asfortranarray(rng.standard_normal((3, 4)))
     g = pygpu.to_gpu(a)
     assert g.flags.f_contiguous and g.strides == a.strides
-    assert g.copy().flags.c_contiguous and np.array_equal(g.copy().get(), a)
+    assert g.copy().flags.f_contiguous and g.copy().strides == a.strides and np.array_equal(g.copy().get(), a)
+    assert g.copy(order="C").flags.c_contiguous and np.array_equal(g.copy(order="C").get(), a)
+    assert g.copy(order="A").flags.f_contiguous and g.copy(order="K").flags.f_contiguous
     assert np.array_equal(g.reshape(4, 3).get(), a.reshape(4, 3))
     assert np.array_equal(g.reshape(4, 3, order="F").get(), a.reshape(4, 3, order="F"))
     assert np.array_equal(g.ravel().get(), a.ravel())

@@ -498,7 +498,7 @@ def test_staging_trace_names_every_pipeline():
     import os
     import subprocess
     import sys
-    env = dict(os.environ, PYGPU_BACKEND="host", PYGPU_STAGING_TRACE="1")
+    env = dict(os.environ, PYGPU_BACKEND="host", PYGPU_STAGING_TRACE="1", PYGPU_KERNELS="0")  # (views: the pipeline's gather)
     p = subprocess.run([sys.executable, "-c", TRACE_SCRIPT], env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     lines = [line for line in p.stderr.splitlines() if line.startswith("pygpu staging")]

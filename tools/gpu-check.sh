@@ -5,6 +5,7 @@
 #   bash tools/gpu-check.sh tests      build + tests only
 #   bash tools/gpu-check.sh bench      build + everything but the tests
 #   bash tools/gpu-check.sh devices    build + the multi-device and MPI tests + bench --devices
+#   bash tools/gpu-check.sh copies     build + the tests of copies on the device + bench --copies
 #   bash tools/gpu-check.sh ab         build + python -m pygpu.bench (8 B to 256 MiB, no peers), then
 #                                      tools/ab-staging.py: as built against each setting in
 #                                      $GPU_CHECK_AB (default: each staging choice made by
@@ -57,6 +58,13 @@ if [ "$what" = ab ]; then
     echo "== timelines of the staged cases (tools/trace-cases.py 16M, in $OUT/traces.txt)"
     python3 tools/trace-cases.py 16M >"$OUT/traces.txt" 2>&1
     grep "^==" "$OUT/traces.txt"
+    exit 0
+fi
+if [ "$what" = copies ]; then
+    python3 -m pygpu --no-bench 2>&1 | grep -i "device copies"
+    python3 -m pytest -q -ra tests/test_device_copy.py tests/test_array_copy.py tests/test_c_units.py 2>&1 \
+        | tee "$OUT/tests-copies.log" | tail -25
+    python3 -m pygpu.bench --copies 2>/dev/null | tee "$OUT/bench-copies.txt"
     exit 0
 fi
 if [ "$what" = devices ]; then

@@ -140,4 +140,26 @@ pygpu_status pygpu_rt_memcpy_peer_async(void *dst, int ddev, const void *src, in
                                         pygpu_stream_t s);
 extern const pygpu_status PYGPU_RT_PEER_UNSUPPORTED; /* the vendor's "peer access unsupported" */
 
+/* PyGPU's own kernels (src/kernels/): layout copies, casts and fills of
+ * device memory.  Users get no launch API; the copy planner alone calls
+ * these.  kernels_ready makes them ready on the current device (loading
+ * them the first time) and says whether they can run there: 0, or the
+ * status of the failure, the same at every later call on that device (the
+ * planner then takes the host path).  kernels_origin says in words where
+ * they come from in this build ("sm_80 sm_90 machine code, PTX for
+ * compute_75", or why there are none). */
+enum pygpu_kernel {
+    PYGPU_KERNEL_COPY,          /* `variant`: the element size, 1 2 4 8 or 16 */
+    PYGPU_KERNEL_TRANSPOSE,     /* the same */
+    PYGPU_KERNEL_FILL,          /* the same */
+    PYGPU_KERNEL_CAST,          /* `variant`: the source type (enum pygpu_ktype) */
+};
+struct pygpu_kargs_s;
+pygpu_status pygpu_rt_kernels_ready(void);
+const char *pygpu_rt_kernels_origin(void);
+/* Queue kernel `k` on stream `s` of the current device, over the argument
+ * block `a` (src/kernels/kernels.h: a pygpu_kargs, n < 2^31 elements, or
+ * tiles for the transpose).  After kernels_ready returned 0. */
+pygpu_status pygpu_rt_launch(enum pygpu_kernel k, int variant, const struct pygpu_kargs_s *a, pygpu_stream_t s);
+
 #endif /* PYGPU_BACKEND_RT_H */
