@@ -48,7 +48,7 @@ def test_contiguous_copy_ceiling(benchmark):
     dst = pygpu.empty_like(x)
 
     def once():
-        pygpu.memcpy_dtod(dst.ptr, x.ptr, x.nbytes)
+        pygpu.memcpy_dtod_async(dst.ptr, x.ptr, x.nbytes)
         sync()
     benchmark.group = "contiguous memcpy (ceiling)"
     benchmark.pedantic(once, rounds=30, iterations=1, warmup_rounds=2)

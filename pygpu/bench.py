@@ -341,6 +341,7 @@ COPY_SHAPE = (4096, 2048)       # float64: 64 MiB, the issue's measurements
 # layout (order 'K', as PyCUDA's); the transpose asks for C order, as
 # CuPy's and NumPy's copy() give it.
 COPY_CASES = {
+    "x.copy()": ("view", {"pygpu": lambda x: x.copy(), "cupy": lambda x: x.copy(), "torch": lambda x: x.clone()}),
     "x[::-1].copy()": ("view", {"pygpu": lambda x: x[::-1].copy(), "cupy": lambda x: x[::-1].copy(),
                                 "torch": lambda x: x.flip(0)}),
     "x[:, ::-1].copy()": ("view", {"pygpu": lambda x: x[:, ::-1].copy(), "cupy": lambda x: x[:, ::-1].copy(),
@@ -413,7 +414,7 @@ def measure_copies(peers=("cupy", "torch"), progress=None, budget=0.5):
     x, sync = libs["pygpu"]
     dst = pygpu.empty_like(x)
     results = {"contiguous memcpy (ceiling)": {
-        "pygpu": time_queued(lambda: pygpu.memcpy_dtod(dst.ptr, x.ptr, x.nbytes), sync, budget)}}
+        "pygpu": time_queued(lambda: pygpu.memcpy_dtod_async(dst.ptr, x.ptr, x.nbytes), sync, budget)}}
     for case, (kind, spellings) in COPY_CASES.items():
         for lib, (arr, lib_sync) in libs.items():
             if progress:

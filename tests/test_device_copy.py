@@ -433,6 +433,8 @@ def test_kernels_run_on_the_given_stream(rng):
 def test_a_kernel_fault_is_reported_as_a_sticky_gpu_error(run_python):
     """A copy kernel pointed at memory that is not there: GPUError naming
     the runtime's error, and later calls say the context is gone."""
+    if not pygpu.copy_kernels()["ready"]:
+        pytest.skip("PyGPU's kernels do not run here: " + pygpu.copy_kernels()["origin"])
     proc = run_python("""
         import numpy as np, pygpu
         bad = pygpu.GPUArray((1024, 1024), np.float32, gpudata=1 << 47)

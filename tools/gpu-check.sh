@@ -77,10 +77,10 @@ if [ "$what" != bench ]; then
     echo "== tests (PYGPU_BACKEND=cuda)"
     python3 -m pytest -q -ra 2>&1 | tee "$OUT/tests-cuda.log" | tail -40
     echo "== tests (PYGPU_BACKEND=cuda, every pageable copy staged)"
-    PYGPU_TEST_STAGING=1 python3 -m pytest -q -x 2>&1 | tail -3
+    PYGPU_TEST_STAGING=1 python3 -m pytest -q -x 2>&1 | tee "$OUT/tests-staged.log" | tail -3
     if [ "${GPU_CHECK_HOST:-1}" = 1 ]; then      # (GPU_CHECK_HOST=0: CI runs the host suite anyway)
         echo "== tests (PYGPU_BACKEND=host)"
-        PYGPU_BACKEND=host python3 -m pytest -q 2>&1 | tail -3
+        PYGPU_BACKEND=host python3 -m pytest -q -ra 2>&1 | tee "$OUT/tests-host.log" | grep -E "^FAILED|passed|failed"
     fi
 fi
 [ "$what" = tests ] && exit 0
