@@ -111,6 +111,8 @@ def main(argv=None):
         describe_devices()
     except pygpu.GPUError as e:
         print(f"no usable device: {e}")
+        print(f"device copies (layout copies, casts, fills), once a device is there: PyGPU's kernels, "
+              f"{pygpu.copy_kernels()['origin']}")
         return 1
     k = pygpu.copy_kernels()
     if k["ready"]:

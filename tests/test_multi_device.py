@@ -90,6 +90,27 @@ def test_operations_run_on_the_arrays_device(rng):
 
 
 @two
+def test_copy_kernels_run_on_the_arrays_device(rng, path):
+    """Layout copies, casts and fills of device 1's arrays while device 0
+    is current: made on device 1, as NumPy gives them; a cast assignment
+    between the devices converts on the destination's device."""
+    h = rng.standard_normal((48, 37))
+    a = on(1, h)
+    t = a.T.copy(order="C")
+    c = a[::-1, ::3].astype(np.float32)
+    assert int(t.device) == 1 and int(c.device) == 1
+    np.testing.assert_array_equal(t.get(), h.T.copy())
+    np.testing.assert_array_equal(c.get(), h[::-1, ::3].astype(np.float32))
+    a[:, ::2].fill(-3.5)
+    h[:, ::2] = -3.5
+    np.testing.assert_array_equal(a.get(), h)
+    d = on(0, np.zeros((37, 48), np.int32))
+    d[::-1] = a.T                           # device 1 -> device 0, float64 -> int32
+    np.testing.assert_array_equal(d.get(), h.T[::-1].astype(np.int32))
+    assert pygpu.get_device() == 0
+
+
+@two
 def test_current_stream_of_another_device_is_not_used():
     s0 = pygpu.Stream()
     a = on(1, np.arange(100.0))
