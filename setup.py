@@ -31,8 +31,8 @@ from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-COMMON = sorted(glob.glob("src/*.c"))
-HEADERS = sorted(glob.glob("src/*.h") + glob.glob("src/backend/*.h") + glob.glob("src/kernels/*.h")
+COMMON = sorted(glob.glob("src/*.c") + glob.glob("src/transfer/*.c"))
+HEADERS = sorted(glob.glob("src/*.h") + glob.glob("src/transfer/*.h") + glob.glob("src/backend/*.h") + glob.glob("src/kernels/*.h")
                  + glob.glob("include/pygpu/*.h"))
 CFLAGS = ["-std=c11", "-O2", "-Wall", "-Wextra", "-fvisibility=hidden"]
 KERNEL_SOURCE = "src/kernels/copy_kernels.cu"

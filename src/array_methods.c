@@ -4,7 +4,7 @@
  * reshape, ravel, squeeze, transpose, swapaxes) or copies (flatten).
  */
 #include "pygpu.h"
-#include "staging.h"
+#include "transfer/settings.h"
 
 #define SELF ((PyGPUArray *)self)
 #define KW(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS

@@ -27,7 +27,11 @@
 #include "pygpu.h"
 #include "devcopy.h"
 #include "kernels/kernels.h"
-#include "staging.h"
+#include "transfer/hostcopy.h"
+#include "transfer/pinned_pool.h"
+#include "transfer/pipeline.h"
+#include "transfer/settings.h"
+#include "transfer/trace.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -342,7 +346,7 @@ static pygpu_status bounce_down(ctx *c, char *host, const char *dev, size_t n, i
 {
     void *b;
     *done = 0;
-    if (n == 0 || n > pygpu_bounce_max() || (b = pygpu_pinned_take(n)) == NULL)
+    if (n == 0 || n > PYGPU_BOUNCE_MAX || (b = pygpu_pinned_take(n)) == NULL)
         return 0;
     *done = 1;
     pygpu_status r = note(c, pygpu_rt_memcpy_async(b, dev, n, PYGPU_COPY_D2H, c->s), "MemcpyAsync");
@@ -963,7 +967,7 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
     pygpu_status r;
     int dev = dst.on_device ? dst.device : src.on_device ? src.device : -1, prev = -1;
     int cross = dst.on_device && src.on_device && dst.device >= 0 && src.device >= 0 && dst.device != src.device;
-    pygpu_staging_trace_enter();
+    pygpu_trace_enter();
     if (dev >= 0 && pygpu_device_enter(st, dev, &prev) < 0)
         return -1;
     c.ts = PyEval_SaveThread();
@@ -974,7 +978,7 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
     /* (Copies down have waited already, where they had to.) */
     if (r == 0 && !async && !cross && !c.stopped && !(src.on_device && !dst.on_device))
         r = note(&c, pygpu_rt_stream_synchronize(s), "StreamSynchronize");
-    pygpu_staging_trace_done();
+    pygpu_trace_done();
     PyEval_RestoreThread(c.ts);
     int back = prev >= 0 && !c.stopped && r == 0 ? pygpu_device_leave(st, prev) : 0;
     if (prev >= 0 && (c.stopped || r != 0) && pygpu_rt_set_device(prev) != 0)

@@ -4,9 +4,9 @@
  * The flag is set by a pthread_atfork child handler and read with one
  * relaxed atomic load at the doors to the runtime (pygpu_fork_check in
  * errors.c), so the check costs nothing in a process that never forks.
- * The same handlers keep the locks of the pinned pool and of the transfer
- * settings consistent over the fork, so that a child of the host backend
- * (which survives fork) finds them usable.
+ * The handlers registered here keep the locks of the pinned pool and of the
+ * transfer machinery consistent over the fork, so that a child of the host
+ * backend (which survives fork) finds them usable.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "fork.h"
@@ -22,22 +22,35 @@ static atomic_int broken;           /* forked after the parent used a runtime th
 static int survives_fork;           /* the backend works in a forked child */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
+#define MAX_HANDLERS 8
+static pygpu_fork_fn handlers[MAX_HANDLERS];
+static int nhandlers;
+
+void pygpu_fork_register(pygpu_fork_fn fn)
+{
+    for (int i = 0; i < nhandlers; i++)
+        if (handlers[i] == fn)
+            return;
+    if (nhandlers < MAX_HANDLERS)
+        handlers[nhandlers++] = fn;
+}
+
 static void prepare(void)
 {
-    pygpu_staging_fork(PYGPU_FORK_PREPARE);
-    pygpu_pinned_fork(PYGPU_FORK_PREPARE);
+    for (int i = 0; i < nhandlers; i++)
+        handlers[i](PYGPU_FORK_PREPARE);
 }
 
 static void parent(void)
 {
-    pygpu_pinned_fork(PYGPU_FORK_PARENT);
-    pygpu_staging_fork(PYGPU_FORK_PARENT);
+    for (int i = nhandlers - 1; i >= 0; i--)
+        handlers[i](PYGPU_FORK_PARENT);
 }
 
 static void child(void)
 {
-    pygpu_pinned_fork(PYGPU_FORK_CHILD);
-    pygpu_staging_fork(PYGPU_FORK_CHILD);
+    for (int i = nhandlers - 1; i >= 0; i--)
+        handlers[i](PYGPU_FORK_CHILD);
     if (atomic_load(&used) && !survives_fork)
         atomic_store(&broken, 1);
 }

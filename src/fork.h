@@ -20,11 +20,14 @@ void pygpu_fork_note_use(void);
  * the runtime must not be called, nor anything inherited freed through it. */
 int pygpu_fork_broken(void);
 
-/* What the other process-wide state does around fork: the pinned pool
- * (pinned.c) and the staging machinery (staging.c) hold their locks over
- * the fork and start the child with nothing in flight. */
+/* What the other process-wide state does around fork (the pinned pool,
+ * the transfer settings, workers and staging engine): each part registers
+ * a handler, which holds its locks over the fork and starts the child with
+ * nothing in flight.  Handlers run in the order registered before the
+ * fork, in the reverse order after it (as pthread_atfork's do). */
 enum pygpu_fork_phase { PYGPU_FORK_PREPARE, PYGPU_FORK_PARENT, PYGPU_FORK_CHILD };
-void pygpu_pinned_fork(enum pygpu_fork_phase phase);
-void pygpu_staging_fork(enum pygpu_fork_phase phase);
+typedef void (*pygpu_fork_fn)(enum pygpu_fork_phase phase);
+/* Register `fn` (once; at most 8 in all; module init registers them). */
+void pygpu_fork_register(pygpu_fork_fn fn);
 
 #endif /* PYGPU_FORK_H */

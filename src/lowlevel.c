@@ -11,7 +11,8 @@
  * object in its `_host` slot (a NumPy array), which then owns the export.
  */
 #include "pygpu.h"
-#include "staging.h"
+#include "transfer/pinned_pool.h"
+#include "transfer/pipeline.h"
 
 #include <structmember.h>
 

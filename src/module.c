@@ -179,6 +179,7 @@ static int module_exec(PyObject *m)
 {
     pygpu_state *st = state(m);
     pygpu_fork_init();
+    pygpu_transfer_init();
     st->use_pool = 1;
     st->use_cache = !pygpu_rt_alloc_is_cheap();
     const char *cache_env = getenv("PYGPU_BLOCK_CACHE");     /* 0/1: override, for tests */

@@ -347,6 +347,8 @@ Py_ssize_t pygpu_array_length(PyObject *self);
 PyObject *pygpu_array_item(PyObject *self, Py_ssize_t i);
 extern PyMethodDef pygpu_pinned_methods[];
 extern PyMethodDef pygpu_transfer_methods[];
+/* Ready the transfer machinery (transfer/settings_py.c): module init. */
+void pygpu_transfer_init(void);
 
 /* ---- cai.c: the stream of an array's pending work, __cuda_array_interface__ */
 

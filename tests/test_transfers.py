@@ -583,16 +583,15 @@ print("ok")
 """
 
 
-@pytest.mark.parametrize("mode", ["0", "1", "2"])
-def test_every_store_mode_into_the_staging_buffers(mode):
-    """PYGPU_STAGING_NT: plain stores (0), non-temporal ones (1, the default)
-    and plain stores with each line demoted to the shared cache (2) fill the
-    staging buffers with the same bytes."""
+def test_non_temporal_stores_fill_the_staging_buffers_right():
+    """Chunks going up are written into the staging buffers with
+    non-temporal stores (runs of 4 KiB or more, in chunks of up to 8 MiB):
+    the same bytes as the source, at every alignment and size."""
     import os
     import subprocess
     import sys
     p = subprocess.run([sys.executable, "-c", STORES_SCRIPT], capture_output=True, text=True, timeout=120,
-                       env=dict(os.environ, PYGPU_BACKEND="host", PYGPU_STAGING_NT=mode))
+                       env=dict(os.environ, PYGPU_BACKEND="host"))
     assert p.returncode == 0 and p.stdout.split()[-1] == "ok", p.stderr
 
 
@@ -611,22 +610,21 @@ for threads in (4, 2):                                # fewer threads after more
 """
 
 
-@pytest.mark.parametrize("per_thread", [1, 3])
-def test_host_copies_are_cut_into_parts_per_thread(per_thread):
-    """PYGPU_STAGING_PARTS=N: each chunk's host copy is cut into up to N parts
-    per thread, of 32 KiB or more (64 KiB with one), run on no more threads
-    than transfer_config asks for, even after more were asked for; the
-    elements arrive right either way."""
+def test_host_copies_are_cut_into_parts_per_thread():
+    """Each chunk's host copy is cut into up to 4 parts per thread, of 32
+    KiB or more, run on no more threads than transfer_config asks for, even
+    after more were asked for; the elements arrive right."""
     import os
     import re
     import subprocess
     import sys
-    env = dict(os.environ, PYGPU_BACKEND="host", PYGPU_STAGING_TRACE="1", PYGPU_STAGING_PARTS=str(per_thread))
+    per_thread = 4
+    env = dict(os.environ, PYGPU_BACKEND="host", PYGPU_STAGING_TRACE="1")
     p = subprocess.run([sys.executable, "-c", PARTS_SCRIPT], env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     lines = [line for line in p.stderr.splitlines() if line.startswith("pygpu staging")]
     assert len(lines) == 6, p.stderr                  # per setting: up, down, down into a view
-    smallest = (64 if per_thread == 1 else 32) << 10
+    smallest = 32 << 10
     for line, threads in zip(lines, (4, 4, 4, 2, 2, 2)):
         copies = re.findall(r"c\d+@[\d.]+\[(\d+)K\]\{(\d+) parts on (\d+) cpus", line)
         assert copies, line
@@ -637,12 +635,12 @@ def test_host_copies_are_cut_into_parts_per_thread(per_thread):
 
 
 def test_trace_cases_tool_runs():
-    """tools/trace-cases.py (run on the GPU machine by gpu-check.sh ab) works."""
+    """tools/research/trace-cases.py (run on the GPU machine by gpu-check.sh ab) works."""
     import os
     import pathlib
     import subprocess
     import sys
-    tool = pathlib.Path(__file__).resolve().parent.parent / "tools" / "trace-cases.py"
+    tool = pathlib.Path(__file__).resolve().parent.parent / "tools" / "research" / "trace-cases.py"
     p = subprocess.run([sys.executable, str(tool), "1M"], capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, PYGPU_BACKEND="host"))
     assert p.returncode == 0, p.stderr
@@ -650,21 +648,21 @@ def test_trace_cases_tool_runs():
 
 
 def test_ab_staging_tool_runs():
-    """tools/ab-staging.py (run on the GPU machine by gpu-check.sh ab) gives
+    """tools/research/ab-staging.py (run on the GPU machine by gpu-check.sh ab) gives
     a row per case and size, a column per setting, from separate processes."""
     import os
     import pathlib
     import subprocess
     import sys
     import re
-    tool = pathlib.Path(__file__).resolve().parent.parent / "tools" / "ab-staging.py"
-    p = subprocess.run([sys.executable, str(tool), "--reps", "1", "--sizes", "256K,1M", "PYGPU_STAGING_MERGE=0"],
+    tool = pathlib.Path(__file__).resolve().parent.parent / "tools" / "research" / "ab-staging.py"
+    p = subprocess.run([sys.executable, str(tool), "--reps", "1", "--sizes", "256K,1M", "AB_THREADS=1"],
                        capture_output=True, text=True, timeout=300, env=dict(os.environ, PYGPU_BACKEND="host"))
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
-    assert "as built" in lines[0] and "PYGPU_STAGING_MERGE=0" in lines[0], p.stdout
+    assert "as built" in lines[0] and "AB_THREADS=1" in lines[0], p.stdout
     assert len(lines) == 1 + 5 * 2 + 2, p.stdout
-    assert lines[-2].startswith("(as built: ") and lines[-1].startswith("(PYGPU_STAGING_MERGE=0: "), p.stdout
+    assert lines[-2].startswith("(as built: ") and lines[-1].startswith("(AB_THREADS=1: "), p.stdout
     for line in lines[1:-2]:
         assert len(re.findall(r"\d+\.\d \[\d+-\d+\]", line)) == 2, line
 

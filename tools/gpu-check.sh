@@ -7,9 +7,8 @@
 #   bash tools/gpu-check.sh devices    build + the multi-device and MPI tests + bench --devices
 #   bash tools/gpu-check.sh copies     build + the tests of copies on the device + bench --copies
 #   bash tools/gpu-check.sh ab         build + python -m pygpu.bench (8 B to 256 MiB, no peers), then
-#                                      tools/ab-staging.py: as built against each setting in
-#                                      $GPU_CHECK_AB (default: each staging choice made by
-#                                      measurement, switched off), interleaved, 3 rounds
+#                                      tools/research/ab-staging.py: as built against each setting
+#                                      in $GPU_CHECK_AB (default AB_THREADS=8), interleaved, 3 rounds
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/pygpu-out}
@@ -51,12 +50,11 @@ devices() {
 if [ "$what" = ab ]; then
     echo "== python -m pygpu.bench (as built)"
     python3 -m pygpu.bench --sizes 8 16M 64M 256M --peers 2>/dev/null
-    echo "== the staging choices, each switched off, interleaved (tools/ab-staging.py)"
-    python3 tools/ab-staging.py ${GPU_CHECK_AB:-PYGPU_STAGING_PARTS=1 PYGPU_STAGING_MERGE=0 PYGPU_STAGING_ROWS=1 PYGPU_STAGING_NT=0 PYGPU_STAGING_NT=2}
-    echo "== 8-byte copies without the bounce block (PYGPU_STAGING_BOUNCE=0)"
-    PYGPU_STAGING_BOUNCE=0 python3 -m pygpu.bench --sizes 8 --peers 2>/dev/null | tail -n +4
-    echo "== timelines of the staged cases (tools/trace-cases.py 16M, in $OUT/traces.txt)"
-    python3 tools/trace-cases.py 16M >"$OUT/traces.txt" 2>&1
+    echo "== as built against each setting in GPU_CHECK_AB, interleaved (tools/research/ab-staging.py)"
+    # (for example GPU_CHECK_AB="PYTHONPATH=$PWD/.ab-base" with an earlier commit unpacked there)
+    python3 tools/research/ab-staging.py ${GPU_CHECK_AB:-AB_THREADS=8}
+    echo "== timelines of the staged cases (tools/research/trace-cases.py 16M, in $OUT/traces.txt)"
+    python3 tools/research/trace-cases.py 16M >"$OUT/traces.txt" 2>&1
     grep "^==" "$OUT/traces.txt"
     exit 0
 fi

@@ -7,7 +7,7 @@ large copies) each copying its slice of a touched pageable array into a
 page-locked one, repeatedly, with the aggregate GB/s; and one whole copy
 with N threads joined each time (the pipeline's fork-join per chunk).
 
-    python tools/host-copy-probe.py [sizes...]      e.g. 2M 16M 64M
+    python tools/research/host-copy-probe.py [sizes...]      e.g. 2M 16M 64M
 """
 import sys
 import threading

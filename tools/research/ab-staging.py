@@ -1,14 +1,13 @@
 """Measure the staging pipeline's choices against each other, interleaved.
 
 Runs on these shared machines vary from one to the next by more than most
-choices change, so each setting is measured in its own process (the
-pipeline reads its PYGPU_STAGING_* switches once per process), the settings
-taking turns, several rounds, and the medians compared:
+choices change, so each setting is measured in its own process, the
+settings taking turns, several rounds, and the medians compared:
 
-    python tools/ab-staging.py [--reps N] [--sizes 16M,64M,...] [SETTING ...]
+    python tools/research/ab-staging.py [--reps N] [--sizes 16M,64M,...] [SETTING ...]
 
 A SETTING is environment assignments separated by spaces: for example
-PYGPU_STAGING_MERGE=0, or PYTHONPATH=/path/to/another/checkout to measure
+PYTHONPATH=/path/to/another/checkout to measure
 another build (`git worktree add DIR COMMIT`; it is built in place there
 first when it has no build yet), or AB_THREADS=N, AB_CHUNK=BYTES,
 AB_DEPTH=N for transfer_config's settings.  The first column is as built.  Each
@@ -77,11 +76,12 @@ def main(argv=None):
                                capture_output=True)
     res = {s: {} for s in settings}
     here = os.path.dirname(os.path.abspath(__file__))
-    root = os.path.dirname(here)
+    root = os.path.dirname(os.path.dirname(here))
     modules = {}
     for _ in range(args.reps):
         for s in settings:
-            # (run from tools/, which holds no pygpu: this checkout comes by PYTHONPATH unless the setting says)
+            # (run from tools/research/, which holds no pygpu: this checkout comes by PYTHONPATH unless the
+            # setting says)
             env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
             env.update(dict(kv.split("=", 1) for kv in s.split()))
             p = subprocess.run([sys.executable, "-c", CHILD, *args.sizes.split(",")], env=env, capture_output=True,

@@ -1,9 +1,14 @@
 /*
- * transfers.c -- the Python face of the transfer machinery: the staging
- * pipeline's settings and the pinned pool's limit and statistics.
+ * settings_py.c -- the Python face of the transfer machinery: its settings
+ * (transfer_config), the pinned pool's limit and statistics, and the one
+ * call that readies the machinery at module init.
  */
-#include "pygpu.h"
-#include "staging.h"
+#include "../pygpu.h"
+#include "pinned_pool.h"
+#include "pipeline.h"
+#include "settings.h"
+#include "trace.h"
+#include "workers.h"
 
 static PyObject *config_dict(void)
 {
@@ -62,6 +67,7 @@ static PyObject *transfer_config(PyObject *m, PyObject *args, PyObject *kwds)
     if (chunk || depth || threads || min_bytes || peer) {
         Py_BEGIN_ALLOW_THREADS
         pygpu_transfer_config_set(&c);
+        pygpu_staging_release();        /* buffers of the old size go back to the pool */
         Py_END_ALLOW_THREADS
     }
     return config_dict();
@@ -128,7 +134,7 @@ PyMethodDef pygpu_transfer_methods[] = {
      "threads copying each chunk), min_bytes (smaller pageable copies, or None for\n"
      "all, go the runtime's own way), peer (copies between devices go peer to\n"
      "peer where the hardware allows; False stages them through pinned host\n"
-     "memory; PYGPU_PEER=0 sets False at start)."},
+     "memory)."},
     {"pinned_pool_stats", pinned_pool_stats, METH_NOARGS,
      "pinned_pool_stats()\n--\n\n{'limit', 'in_use', 'cached', 'hits', 'misses'} of the pinned pool."},
     {"set_pinned_pool_limit", set_pinned_pool_limit, METH_O,
@@ -137,3 +143,13 @@ PyMethodDef pygpu_transfer_methods[] = {
      "trim_pinned_pool()\n--\n\nFree the pool's cached blocks and the staging buffers."},
     {0},
 };
+
+void pygpu_transfer_init(void)
+{
+    /* (fork handlers: run in this order before a fork, in reverse after) */
+    pygpu_trace_init();
+    pygpu_settings_init();
+    pygpu_workers_init();
+    pygpu_pipeline_init();
+    pygpu_pinned_pool_init();
+}

@@ -2,7 +2,7 @@
 from touched pageable memory and of get(ary=touched pageable array), against
 raw pinned cudaMemcpy, for chunk sizes, depths and thread counts.
 
-    python tools/tune-staging.py [sizes...]
+    python tools/research/tune-staging.py [sizes...]
 """
 import sys
 

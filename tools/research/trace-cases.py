@@ -3,7 +3,7 @@ speed: each case runs a few times with PYGPU_STAGING_TRACE=1 (set here
 before pygpu is imported), and each run's timeline is printed (stderr), then the
 case's best GB/s.  For tuning the staging pipeline on a new machine.
 
-    python tools/trace-cases.py [size]          default 16M
+    python tools/research/trace-cases.py [size]          default 16M
 """
 import os
 import sys

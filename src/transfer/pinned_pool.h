@@ -1,0 +1,31 @@
+/*
+ * pinned_pool.h -- a caching pool of page-locked host memory (pinned_pool.c),
+ * process-wide and locked: the staging buffers and the arrays get() returns
+ * come from it.  Pure C.
+ */
+#ifndef PYGPU_TRANSFER_PINNED_POOL_H
+#define PYGPU_TRANSFER_PINNED_POOL_H
+
+#include <stddef.h>
+
+typedef struct {
+    size_t limit;               /* bytes of page-locked memory the pool may hold */
+    size_t in_use;              /* handed out and not yet given back */
+    size_t cached;              /* given back, kept for reuse */
+    size_t hits, misses;        /* takes served from the cache / by a new allocation */
+} pygpu_pinned_stats;
+
+/* Page-locked memory of at least n bytes, from the cache or new; NULL when
+ * the pool's limit does not allow it (the caller uses ordinary memory). */
+void *pygpu_pinned_take(size_t n);
+/* Give back a block from pygpu_pinned_take. */
+void pygpu_pinned_give(void *p);
+void pygpu_pinned_stats_get(pygpu_pinned_stats *s);
+/* Set the limit (cached blocks over it are freed); trim frees every cached block. */
+void pygpu_pinned_set_limit(size_t limit);
+void pygpu_pinned_trim(void);
+
+/* Registers the pool's fork handler (its lock held over fork). */
+void pygpu_pinned_pool_init(void);
+
+#endif /* PYGPU_TRANSFER_PINNED_POOL_H */

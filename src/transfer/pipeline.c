@@ -1,0 +1,744 @@
+/*
+ * pipeline.c -- the staging engine and its pipelines; see pipeline.h.
+ *
+ * The runtimes copy pageable memory through small driver buffers at 7-15
+ * GB/s; page-locked memory moves at the link's speed.  A transfer is cut
+ * into chunks that pass through a few page-locked staging buffers (from
+ * the pinned pool): the host copy of one chunk, split across the workers,
+ * overlaps the DMA of the others.  Strided host layouts are gathered (or
+ * scattered) chunk by chunk, never through a full temporary copy.  One
+ * transfer has the engine (buffers and workers) at a time.
+ */
+#include "pipeline.h"
+#include "hostcopy.h"
+#include "pinned_pool.h"
+#include "settings.h"
+#include "trace.h"
+#include "workers.h"
+#include "../fork.h"
+
+#include <pthread.h>
+#include <string.h>
+
+/* ---- the engine: staging buffers, their events, one transfer at a time ---- */
+
+static pthread_mutex_t engine_mu = PTHREAD_MUTEX_INITIALIZER;
+#define WHOLE_CHUNKS 32
+_Static_assert(WHOLE_CHUNKS <= PYGPU_TRACE_DMA_MAX, "the trace records a timing event per DMA call");
+static struct {
+    int depth, device;
+    size_t chunk;
+    void *buf[PYGPU_MAX_DEPTH];
+    pygpu_event_t ev[PYGPU_MAX_DEPTH];
+    int recorded[PYGPU_MAX_DEPTH];
+    pygpu_event_t whole[WHOLE_CHUNKS];  /* one per chunk of a whole-buffer transfer (d2h_whole) */
+} eng = {0, -1, 0, {0}, {0}, {0}, {0}};
+
+/* Wait for and free the buffers and events (engine_mu held). */
+static void engine_drop(void)
+{
+    for (int b = 0; b < eng.depth; b++) {
+        if (eng.ev[b] && !pygpu_fork_broken()) {   /* (a broken child leaves the parent's events alone) */
+            if (eng.recorded[b])
+                pygpu_rt_event_synchronize(eng.ev[b]);
+            pygpu_rt_event_destroy(eng.ev[b]);
+        }
+        if (eng.buf[b])
+            pygpu_pinned_give(eng.buf[b]);
+        eng.ev[b] = NULL;
+        eng.buf[b] = NULL;
+        eng.recorded[b] = 0;
+    }
+    for (int k = 0; k < WHOLE_CHUNKS; k++) {
+        if (eng.whole[k] && !pygpu_fork_broken())
+            pygpu_rt_event_destroy(eng.whole[k]);
+        eng.whole[k] = NULL;
+    }
+    (void)pygpu_rt_get_last_error();
+    eng.depth = 0;
+    eng.device = -1;
+}
+
+/* Make the buffers for `c` on the current device (engine_mu held); 0 if
+ * they cannot be had. */
+static int engine_ready(const pygpu_transfer_config *c)
+{
+    int dev = -1;
+    if (pygpu_rt_get_device(&dev) != 0)
+        return 0;
+    if (eng.depth == c->depth && eng.chunk == c->chunk && eng.device == dev)
+        return 1;
+    engine_drop();
+    for (int b = 0; b < c->depth; b++) {
+        eng.buf[b] = pygpu_pinned_take(c->chunk);
+        if (!eng.buf[b] || pygpu_rt_event_create(&eng.ev[b], PYGPU_EVENT_DISABLE_TIMING) != 0) {
+            eng.depth = b + 1;
+            engine_drop();
+            return 0;
+        }
+    }
+    eng.depth = c->depth;
+    eng.chunk = c->chunk;
+    eng.device = dev;
+    return 1;
+}
+
+void pygpu_staging_release(void)
+{
+    pthread_mutex_lock(&engine_mu);
+    engine_drop();
+    pthread_mutex_unlock(&engine_mu);
+}
+
+int pygpu_should_stage(const void *host, size_t nbytes)
+{
+    pygpu_transfer_config c;
+    int pinned = 0;
+    pygpu_transfer_config_get(&c);
+    if (nbytes < c.min_bytes)
+        return 0;
+    return pygpu_rt_host_is_pinned(host, &pinned) == 0 && !pinned;
+}
+
+/* Wait until buffer b is free (its last DMA done). */
+static pygpu_status buffer_free(pygpu_staging_ctx *c, int b)
+{
+    if (!eng.recorded[b])
+        return 0;
+    eng.recorded[b] = 0;
+    pygpu_status r = pygpu_rt_event_synchronize(eng.ev[b]);
+    if (r != 0)
+        c->call = "EventSynchronize";
+    return r;
+}
+
+static pygpu_status queue_copy(pygpu_staging_ctx *c, int b, void *dst, const void *src, size_t n,
+                               enum pygpu_copy_kind k)
+{
+    pygpu_status r = pygpu_rt_memcpy_async(dst, src, n, k, c->stream);
+    if (r != 0) {
+        c->call = "MemcpyAsync";
+        return r;
+    }
+    r = pygpu_rt_event_record(eng.ev[b], c->stream);
+    if (r != 0)
+        c->call = "EventRecord";
+    else
+        eng.recorded[b] = 1;
+    return r;
+}
+
+static ptrdiff_t layout_size(const pygpu_host_layout *h)
+{
+    ptrdiff_t n = 1;
+    for (int i = 0; i < h->nd; i++)
+        n *= h->shape[i];
+    return n;
+}
+
+/* Bytes per chunk for a transfer of `total` bytes: small transfers use
+ * smaller chunks so that several overlap (at least 2 * depth of them). */
+static size_t chunk_bytes(const pygpu_transfer_config *cfg, size_t total)
+{
+    size_t want = total / (size_t)(2 * eng.depth), floor = (size_t)256 << 10;
+    if (want < floor)
+        want = floor;
+    return want < cfg->chunk ? want : cfg->chunk;
+}
+
+static int stop_now(pygpu_staging_ctx *c)
+{
+    if (c->interrupted && c->interrupted(c->interrupt_arg)) {
+        c->stopped = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* Take the engine and its buffers for a transfer of host layout h; 0 if
+ * not to be had. */
+static int engine_take(pygpu_transfer_config *cfg, const pygpu_host_layout *h)
+{
+    pygpu_transfer_config_get(cfg);
+    if (pthread_mutex_trylock(&engine_mu) != 0)
+        return 0;
+    if (!engine_ready(cfg) || cfg->chunk < (size_t)h->itemsize) {
+        pthread_mutex_unlock(&engine_mu);
+        return 0;
+    }
+    /* The workers that this transfer's biggest chunk can use spin while it
+     * runs; the others sleep (a 64 KiB copy wakes one, not all). */
+    size_t bytes = (size_t)(layout_size(h) * h->itemsize);
+    int want = pygpu_range_parts((ptrdiff_t)(bytes < cfg->chunk ? bytes : cfg->chunk), cfg->threads) - 1;
+    pygpu_workers_heat(want < cfg->threads - 1 ? want : cfg->threads - 1);
+    return 1;
+}
+
+/* Give the engine back at the end of a transfer. */
+static void engine_give(void)
+{
+    pygpu_workers_cool();
+    pthread_mutex_unlock(&engine_mu);
+}
+
+/* The chunks of a transfer of n elements: they start small (256 KiB, at
+ * `unit` bytes moved per element) and double up to `per` elements, and
+ * shrink again at the end, so that the first host copy (nothing to overlap
+ * it yet) and the last DMA (nothing left to overlap) are short. */
+typedef struct {
+    ptrdiff_t n, next, cur, per, small;
+} schedule;
+
+static schedule schedule_of(ptrdiff_t n, ptrdiff_t per, ptrdiff_t unit)
+{
+    ptrdiff_t small = ((ptrdiff_t)256 << 10) / unit;
+    if (small < 1)
+        small = 1;
+    if (small > per)
+        small = per;
+    return (schedule){n, 0, small, per, small};
+}
+
+/* The next chunk [*e, *e + *cnt); 0 when there is none. */
+static int schedule_next(schedule *s, ptrdiff_t *e, ptrdiff_t *cnt)
+{
+    ptrdiff_t left = s->n - s->next;
+    if (left <= 0)
+        return 0;
+    ptrdiff_t c = s->cur;
+    if (left <= 2 * c && left > 2 * s->small)
+        c = left / 2;                       /* wind down */
+    if (c > left)
+        c = left;
+    *e = s->next;
+    *cnt = c;
+    s->next += c;
+    if (s->cur < s->per)
+        s->cur = 2 * s->cur < s->per ? 2 * s->cur : s->per;
+    return 1;
+}
+
+typedef struct {
+    ptrdiff_t e, cnt;           /* elements [e, e + cnt) */
+    char *at;                   /* their place in the staging buffers */
+    int buf;                    /* which buffer */
+} part_window;
+
+/* The chunks of a transfer of n elements laid out across the staging
+ * buffers without reuse (the schedule's chunks, cut where a buffer ends);
+ * their number, or 0 if the transfer does not fit (or needs too many). */
+static int whole_windows(ptrdiff_t n, ptrdiff_t itemsize, const pygpu_transfer_config *cfg, part_window *win)
+{
+    ptrdiff_t e, cnt, per_buf = (ptrdiff_t)eng.chunk / itemsize;
+    int nwin = 0;
+    if (per_buf < 1 || n > per_buf * eng.depth)
+        return 0;
+    schedule sch = schedule_of(n, (ptrdiff_t)chunk_bytes(cfg, (size_t)(n * itemsize)) / itemsize, itemsize);
+    while (schedule_next(&sch, &e, &cnt)) {
+        while (cnt > 0) {
+            ptrdiff_t b = e / per_buf, room = (b + 1) * per_buf - e, m = cnt < room ? cnt : room;
+            if (nwin == WHOLE_CHUNKS)
+                return 0;
+            win[nwin++] = (part_window){e, m, (char *)eng.buf[b] + (e - b * per_buf) * itemsize, (int)b};
+            e += m;
+            cnt -= m;
+        }
+    }
+    return nwin;
+}
+
+/* Wait until no DMA of an earlier transfer uses the buffers. */
+static pygpu_status buffers_free(pygpu_staging_ctx *c)
+{
+    pygpu_status r = 0;
+    for (int b = 0; b < eng.depth && r == 0; b++)
+        r = buffer_free(c, b);
+    return r;
+}
+
+/* Queue one DMA of a whole-buffer transfer as call k, and its event. */
+static pygpu_status queue_whole(pygpu_staging_ctx *c, int k, void *dst, const void *src, size_t bytes,
+                                enum pygpu_copy_kind kind)
+{
+    pygpu_status r;
+    if (!eng.whole[k] && (r = pygpu_rt_event_create(&eng.whole[k], PYGPU_EVENT_DISABLE_TIMING)) != 0)
+        c->call = "EventCreateWithFlags";
+    else if ((r = pygpu_rt_memcpy_async(dst, src, bytes, kind, c->stream)) != 0)
+        c->call = "MemcpyAsync";
+    else if ((r = pygpu_rt_event_record(eng.whole[k], c->stream)) != 0)
+        c->call = "EventRecord";
+    PYGPU_TRACE_DMA_END(c->stream, k);
+    PYGPU_TRACE('q', k, bytes);
+    return r;
+}
+
+/* Queue the DMA of the windows of a whole-buffer download from *queued up
+ * to `to` (at most nwin). */
+static pygpu_status queue_windows(pygpu_staging_ctx *c, const part_window *win, int nwin, int to, int *queued,
+                                  const char *dev, ptrdiff_t itemsize)
+{
+    for (; *queued < (to < nwin ? to : nwin); ++*queued) {
+        const part_window *w = &win[*queued];
+        pygpu_status r = queue_whole(c, *queued, w->at, dev + w->e * itemsize, (size_t)(w->cnt * itemsize),
+                                     PYGPU_COPY_D2H);
+        if (r != 0)
+            return r;
+    }
+    return 0;
+}
+
+/* Queue the DMA of windows [from, to) of a whole-buffer upload: one call
+ * for each run of them in one staging buffer (never across two: each is
+ * its own page-locked allocation, and a copy from page-locked memory must
+ * lie in one, even where two happen to be adjacent in the address space). */
+static pygpu_status queue_up(pygpu_staging_ctx *c, char *dev, const part_window *win, int from, int to,
+                             ptrdiff_t itemsize, int *calls)
+{
+    pygpu_status r = 0;
+    for (int i = from, j; r == 0 && i < to; i = j) {
+        ptrdiff_t cnt = win[i].cnt;
+        for (j = i + 1; j < to && win[j].buf == win[i].buf; j++)
+            cnt += win[j].cnt;
+        if ((r = queue_whole(c, *calls, dev + win[i].e * itemsize, win[i].at, (size_t)(cnt * itemsize),
+                             PYGPU_COPY_H2D)) == 0)
+            ++*calls;
+    }
+    return r;
+}
+
+/* Tell the caller that the DMA of the first `elements` is queued. */
+static pygpu_status tell_queued(pygpu_staging_ctx *c, ptrdiff_t elements, ptrdiff_t itemsize)
+{
+    return c->queued ? c->queued(c->queued_arg, (size_t)(elements * itemsize)) : 0;
+}
+
+/* h with its dimensions merged where the host memory runs on from one to
+ * the next (and those of one element dropped), into shape and strides: for
+ * a copy between h and dense staging, which runs in h's C order, so that a
+ * C-contiguous host side of several dimensions (a dense buffer on the way
+ * to or from a strided device view) is copied in long runs, not row by
+ * row. */
+static pygpu_host_layout collapsed(pygpu_host_layout h, ptrdiff_t *shape, ptrdiff_t *strides)
+{
+    int nd = 0;
+    if (layout_size(&h) == 0)
+        return h;
+    for (int i = 0; i < h.nd; i++) {
+        if (h.shape[i] == 1)
+            continue;
+        if (nd > 0 && strides[nd - 1] == h.shape[i] * h.strides[i]) {
+            shape[nd - 1] *= h.shape[i];
+            strides[nd - 1] = h.strides[i];
+        } else {
+            shape[nd] = h.shape[i];
+            strides[nd++] = h.strides[i];
+        }
+    }
+    if (nd == 0) {
+        shape[0] = 1;
+        strides[0] = h.itemsize;
+        nd = 1;
+    }
+    h.nd = nd;
+    h.shape = shape;
+    h.strides = strides;
+    return h;
+}
+
+/* The host copy of elements [e, e + cnt) of h into the staging memory at `to`. */
+static pygpu_range_job up_job(const pygpu_host_layout *h, char *to, ptrdiff_t e, ptrdiff_t cnt)
+{
+    return (pygpu_range_job){{to, NULL, 0}, {h->ptr, h->strides, 0}, h->shape, h->nd, h->itemsize, e, cnt,
+                       pygpu_up_stream(cnt * h->itemsize)};
+}
+
+/* Host to device when the whole transfer fits in the staging buffers: the
+ * chunks are copied end to end into them, so that the DMA of several can go
+ * as one call (each call costs the link a few microseconds), and the workers
+ * copy faster than the link: the chunks copied while two calls are still in
+ * flight wait, and go with the next ones (docs/performance.md: merged
+ * uploads, and where a 16 MiB upload's time goes).  *done = 0 when the
+ * transfer is not for this path. */
+static pygpu_status h2d_whole(pygpu_staging_ctx *c, char *dev, pygpu_host_layout h,
+                              const pygpu_transfer_config *cfg, int *done)
+{
+    ptrdiff_t n = layout_size(&h);
+    part_window win[WHOLE_CHUNKS];
+    pygpu_range_job job[2];
+    int nwin = whole_windows(n, h.itemsize, cfg, win), from = 0, calls = 0, k;
+    pygpu_status r;
+    if (!(*done = nwin > 0))
+        return 0;
+    r = buffers_free(c);
+    PYGPU_TRACE('b', 0, (size_t)(n * h.itemsize));
+    PYGPU_TRACE_DMA_START(c->stream);
+    for (k = 0; r == 0 && k <= nwin; k++) {
+        pygpu_job p = {0};
+        if (k < nwin) {
+            if (stop_now(c))
+                break;
+            PYGPU_TRACE('w', k, 0);
+            job[k & 1] = up_job(&h, win[k].at, win[k].e, win[k].cnt);
+            p = pygpu_range_start(&job[k & 1], cfg->threads);
+        }
+        /* Windows [from, k) are in the buffers: they go now if the link
+         * would otherwise run dry. */
+        if (from < k && (k == nwin || calls < 2 || pygpu_rt_event_query(eng.whole[calls - 2]) == 0)) {
+            if ((r = queue_up(c, dev, win, from, k, h.itemsize, &calls)) == 0)
+                r = tell_queued(c, win[k - 1].e + win[k - 1].cnt, h.itemsize);
+            from = k;
+        }
+        pygpu_job_join(&p);
+        if (k < nwin)
+            PYGPU_TRACE('c', k, (size_t)(win[k].cnt * h.itemsize));
+    }
+    PYGPU_TRACE('e', 0, 0);
+    PYGPU_TRACE_NAME("h2d (whole)");
+    /* The next transfer waits for these calls before it reuses the buffers. */
+    for (int b = 0; calls > 0 && b <= (n - 1) / ((ptrdiff_t)eng.chunk / h.itemsize); b++) {
+        pygpu_status w = pygpu_rt_event_record(eng.ev[b], c->stream);
+        eng.recorded[b] = w == 0;
+        if (w != 0 && r == 0) {
+            r = w;
+            c->call = "EventRecord";
+        }
+    }
+    return r;
+}
+
+pygpu_status pygpu_staged_h2d(pygpu_staging_ctx *c, char *dev, pygpu_host_layout h, int *staged)
+{
+    pygpu_transfer_config cfg;
+    pygpu_status r = 0;
+    ptrdiff_t shape[PYGPU_MAXDIMS], strides[PYGPU_MAXDIMS];
+    h = collapsed(h, shape, strides);
+    pygpu_range_job job[2];           /* the last two chunks' host copies */
+    ptrdiff_t e, cnt;
+    int k = 0;                  /* chunks copied into the buffers */
+    *staged = 0;
+    if (!engine_take(&cfg, &h))
+        return 0;
+    *staged = 1;
+    int whole = 0;
+    r = h2d_whole(c, dev, h, &cfg, &whole);
+    if (whole) {
+        engine_give();
+        return r;
+    }
+    ptrdiff_t n = layout_size(&h), per = (ptrdiff_t)chunk_bytes(&cfg, (size_t)(n * h.itemsize)) / h.itemsize;
+    schedule sch = schedule_of(n, per, h.itemsize);
+    PYGPU_TRACE('b', 0, (size_t)(n * h.itemsize));
+    if (schedule_next(&sch, &e, &cnt) && (r = buffer_free(c, 0)) == 0 && !stop_now(c)) {
+        PYGPU_TRACE('w', 0, 0);
+        job[0] = up_job(&h, eng.buf[0], e, cnt);
+        pygpu_parallel_range(&job[0], cfg.threads);
+        PYGPU_TRACE('c', 0, (size_t)(cnt * h.itemsize));
+        k = 1;
+    }
+    /* Then the workers copy chunk k into its buffer while this thread
+     * queues chunk k - 1's DMA (about 4 us a call: a tenth of the time of a
+     * 2 MiB chunk, when the workers would otherwise wait). */
+    while (r == 0 && k > 0) {
+        int b = k % eng.depth, prev = (k - 1) % eng.depth, more = schedule_next(&sch, &e, &cnt);
+        const pygpu_range_job *done = &job[(k - 1) & 1];
+        pygpu_job p = {0};
+        if (more) {
+            if ((r = buffer_free(c, b)) != 0 || stop_now(c))
+                break;
+            PYGPU_TRACE('w', k, 0);
+            job[k & 1] = up_job(&h, eng.buf[b], e, cnt);
+            p = pygpu_range_start(&job[k & 1], cfg.threads);
+        }
+        r = queue_copy(c, prev, dev + done->start * h.itemsize, eng.buf[prev], (size_t)(done->count * h.itemsize),
+                       PYGPU_COPY_H2D);
+        if (r == 0)
+            r = tell_queued(c, done->start + done->count, h.itemsize);
+        PYGPU_TRACE('q', k - 1, 0);
+        if (!more)
+            break;
+        pygpu_job_join(&p);           /* (also after a failed queue: the workers are done with it) */
+        PYGPU_TRACE('c', k, (size_t)(cnt * h.itemsize));
+        k++;
+    }
+    PYGPU_TRACE('e', 0, 0);
+    PYGPU_TRACE_NAME("h2d");
+    engine_give();
+    return r;
+}
+
+typedef struct {
+    ptrdiff_t e, cnt, off;      /* elements [e, e + cnt), device bytes from off */
+} window;
+
+/* Device to host when the whole transfer fits in the staging buffers
+ * (depth x chunk bytes): each chunk's DMA goes into its own part of the
+ * buffers, queued a few ahead of the copy-out (all at once into fresh
+ * memory, see below), and the workers copy each chunk out as soon as it has
+ * landed.  No buffer is reused, so the DMA never waits for the host; bigger
+ * transfers keep the ring of buffers, which is faster for them
+ * (docs/performance.md: whole-buffer downloads).  *done = 0 when the
+ * transfer is not for this path. */
+static pygpu_status d2h_whole(pygpu_staging_ctx *c, pygpu_host_layout h, const char *dev,
+                              const pygpu_transfer_config *cfg, int fresh, int *done)
+{
+    ptrdiff_t n = layout_size(&h);
+    size_t total = (size_t)(n * h.itemsize);
+    pygpu_status r;
+    part_window win[WHOLE_CHUNKS];
+    int nwin = whole_windows(n, h.itemsize, cfg, win), queued = 0, k;
+    if (!(*done = nwin > 0))
+        return 0;
+    r = buffers_free(c);
+    PYGPU_TRACE('b', 0, total);
+    PYGPU_TRACE_DMA_START(c->stream);
+    /* Into fresh memory: every window is queued, and the workers fault the
+     * destination in while the DMA runs. */
+    if (fresh && r == 0)
+        r = queue_windows(c, win, nwin, nwin, &queued, dev, h.itemsize);
+    if (fresh && r == 0)
+        pygpu_parallel_prefault(h.ptr, total, cfg->threads);
+    /* Else queued two windows ahead at first, then more while the workers
+     * copy each window out (each call takes about 4 us: queuing them all
+     * before the first copy-out held it back by some 50 us of 16 MiB). */
+    for (k = 0; r == 0 && k < nwin; k++) {
+        if ((r = queue_windows(c, win, nwin, k + 2, &queued, dev, h.itemsize)) != 0)
+            break;
+        if ((r = pygpu_rt_event_synchronize(eng.whole[k])) != 0) {
+            c->call = "EventSynchronize";
+            break;
+        }
+        if (stop_now(c))
+            break;
+        PYGPU_TRACE('w', k, 0);
+        pygpu_range_job j = {{h.ptr, h.strides, 0}, {win[k].at, NULL, 0}, h.shape, h.nd, h.itemsize, win[k].e, win[k].cnt,
+                       0};
+        pygpu_job p = pygpu_range_start(&j, cfg->threads);
+        r = queue_windows(c, win, nwin, k + 4, &queued, dev, h.itemsize);
+        pygpu_job_join(&p);
+        PYGPU_TRACE('c', k, (size_t)(win[k].cnt * h.itemsize));
+    }
+    PYGPU_TRACE('e', 0, 0);
+    PYGPU_TRACE_NAME("d2h (whole)");
+    if (queued > 0) {       /* nothing left in flight into the buffers */
+        pygpu_status w = pygpu_rt_event_synchronize(eng.whole[queued - 1]);
+        if (w != 0 && r == 0) {
+            r = w;
+            c->call = "EventSynchronize";
+        }
+    }
+    return r;
+}
+
+pygpu_status pygpu_staged_d2h(pygpu_staging_ctx *c, pygpu_host_layout h, const char *dev, int *staged)
+{
+    pygpu_transfer_config cfg;
+    pygpu_status r = 0;
+    ptrdiff_t shape[PYGPU_MAXDIMS], strides[PYGPU_MAXDIMS];
+    h = collapsed(h, shape, strides);
+    window win[PYGPU_MAX_DEPTH];
+    *staged = 0;
+    if (!engine_take(&cfg, &h))
+        return 0;
+    *staged = 1;
+    /* Into memory never touched (a new NumPy array of 32 MiB or more, or
+     * the array get() makes past the pinned pool's limit, is fresh from the
+     * kernel): its pages are faulted in by all the workers while the first
+     * DMAs run, not one at a time by whichever worker meets them in the
+     * middle of its part (docs/performance.md: fresh destinations). */
+    size_t total = (size_t)(layout_size(&h) * h.itemsize);
+    int fresh = total >= PYGPU_FRESH_MIN && h.nd == 1 && h.strides[0] == h.itemsize &&
+                pygpu_looks_fresh(h.ptr, total);
+    int whole = 0;
+    r = d2h_whole(c, h, dev, &cfg, fresh, &whole);
+    if (whole) {
+        engine_give();
+        return r;
+    }
+    ptrdiff_t n = layout_size(&h), per = (ptrdiff_t)chunk_bytes(&cfg, (size_t)(n * h.itemsize)) / h.itemsize;
+    schedule sch = schedule_of(n, per, h.itemsize);
+    int issued = 0, retired = 0, more = 1;
+    PYGPU_TRACE('b', 0, (size_t)(n * h.itemsize));
+    /* Keep `depth` chunks in flight: DMA of the next ones overlaps the host
+     * copy of this one. */
+    while (r == 0) {
+        for (; more && issued - retired < eng.depth && r == 0; issued++) {
+            int b = issued % eng.depth;
+            if (!(more = schedule_next(&sch, &win[b].e, &win[b].cnt)))
+                break;
+            if ((r = buffer_free(c, b)) == 0)
+                r = queue_copy(c, b, eng.buf[b], dev + win[b].e * h.itemsize, (size_t)(win[b].cnt * h.itemsize),
+                               PYGPU_COPY_D2H);
+            PYGPU_TRACE('q', issued, 0);
+        }
+        if (fresh && r == 0)            /* (the first `depth` chunks are on their way) */
+            pygpu_parallel_prefault(h.ptr, total, cfg.threads);
+        fresh = 0;
+        if (retired == issued)
+            break;
+        int b = retired % eng.depth;
+        if (r != 0 || (r = buffer_free(c, b)) != 0 || stop_now(c))
+            break;
+        PYGPU_TRACE('w', retired, 0);
+        pygpu_range_job j = {{h.ptr, h.strides, 0}, {eng.buf[b], NULL, 0}, h.shape, h.nd, h.itemsize, win[b].e,
+                       win[b].cnt, 0};
+        pygpu_parallel_range(&j, cfg.threads);
+        PYGPU_TRACE('c', retired, (size_t)(win[b].cnt * h.itemsize));
+        retired++;
+    }
+    PYGPU_TRACE('e', 0, 0);
+    PYGPU_TRACE_NAME("d2h");
+    for (int b = 0; b < eng.depth; b++) {   /* nothing left in flight into the buffers */
+        pygpu_status f = buffer_free(c, b);
+        if (f != 0 && r == 0)
+            r = f;
+    }
+    engine_give();
+    return r;
+}
+
+/* ---- strided device views --------------------------------------------------- */
+
+/* Byte offset of element `e` (C order over shape) in a layout. */
+static ptrdiff_t offset_of(ptrdiff_t e, int nd, const ptrdiff_t *shape, const ptrdiff_t *strides)
+{
+    ptrdiff_t off = 0;
+    for (int i = nd - 1; i >= 0; i--) {
+        off += (e % shape[i]) * strides[i];
+        e /= shape[i];
+    }
+    return off;
+}
+
+/* The next window from element e: as many elements as fit `limit` bytes of
+ * the device layout (at least one). */
+static window next_window(ptrdiff_t e, ptrdiff_t n, ptrdiff_t guess, size_t limit, int nd,
+                          const ptrdiff_t *shape, const ptrdiff_t *strides, ptrdiff_t itemsize)
+{
+    window w = {e, n - e < guess ? n - e : guess, offset_of(e, nd, shape, strides)};
+    while (w.cnt > 1 && (size_t)(offset_of(e + w.cnt - 1, nd, shape, strides) - w.off + itemsize) > limit)
+        w.cnt /= 2;
+    return w;
+}
+
+pygpu_status pygpu_staged_d2h_view(pygpu_staging_ctx *c, pygpu_host_layout h, const char *dev,
+                                   const ptrdiff_t *dev_strides, int *staged)
+{
+    pygpu_transfer_config cfg;
+    pygpu_status r = 0;
+    window win[PYGPU_MAX_DEPTH];
+    ptrdiff_t lo, hi;
+    *staged = 0;
+    if (!engine_take(&cfg, &h))
+        return 0;
+    *staged = 1;
+    ptrdiff_t n = layout_size(&h);
+    pygpu_shape_extent(h.nd, h.shape, dev_strides, h.itemsize, &lo, &hi);
+    size_t limit = chunk_bytes(&cfg, (size_t)(hi - lo));
+    double cover = (double)(hi - lo) / (double)n;       /* covering bytes per element */
+    ptrdiff_t guess = (ptrdiff_t)((double)limit / cover), e, cnt;
+    if (guess < 1)
+        guess = 1;
+    /* Windows start small and grow, as the chunks of a dense copy do. */
+    schedule sch = schedule_of(n, guess, cover < 1 ? 1 : (ptrdiff_t)cover);     /* (bytes moved per element) */
+    ptrdiff_t done = 0;
+    int issued = 0, retired = 0;
+    PYGPU_TRACE('b', 0, (size_t)(hi - lo));
+    /* Windows of the covering bytes come down `depth` at a time; the
+     * workers gather each one's elements while the next ones move. */
+    while (done < n && r == 0) {
+        for (; issued - retired < eng.depth && r == 0 && schedule_next(&sch, &e, &cnt); issued++) {
+            int b = issued % eng.depth;
+            win[b] = next_window(e, n, cnt, limit, h.nd, h.shape, dev_strides, h.itemsize);
+            sch.next = e + win[b].cnt;      /* (fewer where the layout is sparser) */
+            size_t bytes = (size_t)(offset_of(win[b].e + win[b].cnt - 1, h.nd, h.shape, dev_strides) - win[b].off +
+                                    h.itemsize);
+            if ((r = buffer_free(c, b)) == 0)
+                r = queue_copy(c, b, eng.buf[b], dev + win[b].off, bytes, PYGPU_COPY_D2H);
+            PYGPU_TRACE('q', issued, bytes);
+        }
+        int b = retired % eng.depth;
+        if (r != 0 || (r = buffer_free(c, b)) != 0 || stop_now(c))
+            break;
+        PYGPU_TRACE('w', retired, 0);
+        pygpu_range_job j = {{h.ptr, h.strides, 0}, {eng.buf[b], dev_strides, win[b].off}, h.shape, h.nd, h.itemsize,
+                       win[b].e, win[b].cnt, 0};
+        pygpu_parallel_range(&j, cfg.threads);
+        PYGPU_TRACE('c', retired, (size_t)(win[b].cnt * h.itemsize));
+        done += win[b].cnt;
+        retired++;
+    }
+    PYGPU_TRACE('e', 0, 0);
+    PYGPU_TRACE_NAME("d2h (view)");
+    for (int b = 0; b < eng.depth; b++) {
+        pygpu_status f = buffer_free(c, b);
+        if (f != 0 && r == 0)
+            r = f;
+    }
+    engine_give();
+    return r;
+}
+
+pygpu_status pygpu_staged_h2d_rows(pygpu_staging_ctx *c, char *dev, ptrdiff_t pitch, ptrdiff_t width,
+                                   pygpu_host_layout h, int *staged)
+{
+    pygpu_transfer_config cfg;
+    pygpu_status r = 0;
+    *staged = 0;
+    ptrdiff_t n = layout_size(&h), per_row = width / h.itemsize, rows = n / per_row;
+    if (!engine_take(&cfg, &h))
+        return 0;
+    size_t limit = chunk_bytes(&cfg, (size_t)(n * h.itemsize));
+    ptrdiff_t k = (ptrdiff_t)limit / width;
+    if (k < 1 || limit < cfg.chunk) {
+        engine_give();
+        return 0;               /* rows wider than a buffer, or chunks not full: another way */
+    }
+    *staged = 1;
+    PYGPU_TRACE('b', 0, (size_t)(n * h.itemsize));
+    for (ptrdiff_t row = 0, i = 0; row < rows && r == 0; row += k, i++) {
+        int b = (int)(i % eng.depth);
+        ptrdiff_t cnt = rows - row < k ? rows - row : k;
+        if ((r = buffer_free(c, b)) != 0 || stop_now(c))
+            break;
+        PYGPU_TRACE('w', (int)i, 0);
+        pygpu_range_job j = {{eng.buf[b], NULL, 0}, {h.ptr, h.strides, 0}, h.shape, h.nd, h.itemsize, row * per_row,
+                       cnt * per_row, pygpu_up_stream(cnt * width)};
+        pygpu_parallel_range(&j, cfg.threads);
+        PYGPU_TRACE('c', (int)i, (size_t)(cnt * width));
+        r = pygpu_rt_memcpy2d_async(dev + row * pitch, (size_t)pitch, eng.buf[b], (size_t)width, (size_t)width,
+                                    (size_t)cnt, PYGPU_COPY_H2D, c->stream);
+        if (r != 0) {
+            c->call = "Memcpy2DAsync";
+            break;
+        }
+        if ((r = pygpu_rt_event_record(eng.ev[b], c->stream)) != 0)
+            c->call = "EventRecord";
+        else
+            eng.recorded[b] = 1;
+        PYGPU_TRACE('q', (int)i, 0);
+    }
+    PYGPU_TRACE('e', 0, 0);
+    PYGPU_TRACE_NAME("h2d (rows)");
+    engine_give();
+    return r;
+}
+
+/* The child of a fork in which another thread was in a transfer starts
+ * without the engine's buffers (they stay "in use" in the child's pool). */
+static void engine_fork(enum pygpu_fork_phase phase)
+{
+    if (phase != PYGPU_FORK_CHILD)
+        return;
+    if (pthread_mutex_trylock(&engine_mu) == 0) {
+        pthread_mutex_unlock(&engine_mu);
+    } else {
+        pthread_mutex_init(&engine_mu, NULL);
+        memset(&eng, 0, sizeof eng);
+        eng.device = -1;
+    }
+}
+
+void pygpu_pipeline_init(void)
+{
+    pygpu_fork_register(engine_fork);
+}

@@ -1,0 +1,74 @@
+/*
+ * settings.c -- the transfer settings; see settings.h.  The defaults are
+ * the measured winners (docs/performance.md says what was measured).
+ */
+#include "settings.h"
+#include "../backend/rt.h"
+#include "../fork.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+static pthread_mutex_t config_mu = PTHREAD_MUTEX_INITIALIZER;
+static pygpu_transfer_config config;
+static int config_ready;
+
+static void config_defaults(void)
+{
+    if (config_ready)
+        return;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    config.chunk = (size_t)16 << 20;
+    config.depth = 4;
+    /* Three cores in four, up to 16: a worker descheduled mid-part holds up
+     * its chunk, and the runtime's threads need cores too. */
+    config.threads = cpus > 1 ? (int)(cpus - cpus / 4) : 1;
+    if (config.threads > 16)
+        config.threads = 16;
+    /* Pageable copies from 32 KiB are staged on a GPU; on the host backend
+     * "device memory" is host memory, and staging would only add a copy. */
+    config.min_bytes = strcmp(pygpu_rt_vendor(), "host") ? (size_t)32 << 10 : SIZE_MAX;
+    config.peer = 1;
+    config_ready = 1;
+}
+
+void pygpu_transfer_config_get(pygpu_transfer_config *c)
+{
+    pthread_mutex_lock(&config_mu);
+    config_defaults();
+    *c = config;
+    pthread_mutex_unlock(&config_mu);
+}
+
+void pygpu_transfer_config_set(const pygpu_transfer_config *c)
+{
+    pthread_mutex_lock(&config_mu);
+    config_defaults();
+    config = *c;
+    if (config.depth < 2)
+        config.depth = 2;
+    if (config.depth > PYGPU_MAX_DEPTH)
+        config.depth = PYGPU_MAX_DEPTH;
+    if (config.threads < 1)
+        config.threads = 1;
+    if (config.threads > PYGPU_MAX_THREADS)
+        config.threads = PYGPU_MAX_THREADS;
+    if (config.chunk < 4096)
+        config.chunk = 4096;
+    pthread_mutex_unlock(&config_mu);
+}
+
+static void settings_fork(enum pygpu_fork_phase phase)
+{
+    if (phase == PYGPU_FORK_PREPARE)
+        pthread_mutex_lock(&config_mu);
+    else
+        pthread_mutex_unlock(&config_mu);
+}
+
+void pygpu_settings_init(void)
+{
+    pygpu_fork_register(settings_fork);
+}

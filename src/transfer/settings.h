@@ -1,0 +1,35 @@
+/*
+ * settings.h -- the transfer machinery's settings (settings.c): chunk size,
+ * depth, threads, the staging threshold and the peer rule, set from Python
+ * through transfer_config (settings_py.c).  Pure C, process-wide, locked.
+ */
+#ifndef PYGPU_TRANSFER_SETTINGS_H
+#define PYGPU_TRANSFER_SETTINGS_H
+
+#include <stddef.h>
+
+#define PYGPU_MAX_DEPTH 16      /* staging buffers, at most */
+#define PYGPU_MAX_THREADS 64    /* host threads of one copy, at most */
+
+/* Copies down into pageable memory of at most this many bytes bounce
+ * through a page-locked block (docs/performance.md). */
+#define PYGPU_BOUNCE_MAX 4096
+
+typedef struct {
+    size_t chunk;               /* bytes per staging buffer */
+    int depth;                  /* staging buffers in flight */
+    int threads;                /* host threads copying each chunk (1 = the caller alone) */
+    size_t min_bytes;           /* smaller pageable copies go the runtime's own way */
+    int peer;                   /* copies between devices go peer to peer where the
+                                 * hardware allows (else staged through the host) */
+} pygpu_transfer_config;
+
+void pygpu_transfer_config_get(pygpu_transfer_config *c);
+/* Set them, clamped to their ranges (the caller releases the staging
+ * buffers of the old size: pygpu_staging_release). */
+void pygpu_transfer_config_set(const pygpu_transfer_config *c);
+
+/* Registers the settings' fork handler (its lock held over fork). */
+void pygpu_settings_init(void);
+
+#endif /* PYGPU_TRANSFER_SETTINGS_H */

@@ -1,0 +1,174 @@
+/*
+ * trace.c -- the staged transfers' trace; see trace.h.  One transfer's
+ * events are kept (the engine runs one at a time), under their own lock.
+ */
+#define _GNU_SOURCE
+#include "trace.h"
+#include "hostcopy.h"
+#include "settings.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int pygpu_trace_on;
+
+#define TRACE_MAX 512
+#define MAX_PARTS (4 * PYGPU_MAX_THREADS)       /* (pygpu_range_parts gives no more) */
+
+typedef struct {
+    char what;
+    int chunk;
+    size_t bytes;
+    long long t;
+    int parts, cpus;            /* 'c': the host copy's parts, on how many CPUs */
+    long long first, last, end; /* their first and last start, their last end */
+} trace_event;
+
+static pthread_mutex_t trace_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    int n;
+    long long t0;
+    trace_event ev[TRACE_MAX];
+} trace;
+static long long part_t[MAX_PARTS][2];  /* when each part of the last job started and ended */
+static int part_cpu[MAX_PARTS];
+static pygpu_event_t dma[PYGPU_TRACE_DMA_MAX + 1];
+static int dma_n;
+static const char *name;
+static _Thread_local long long entered;
+
+static long long now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+void pygpu_trace_init(void)
+{
+    const char *e = getenv("PYGPU_STAGING_TRACE");
+    pygpu_trace_on = e && strcmp(e, "0") != 0;
+}
+
+void pygpu_trace_part(int k, int end)
+{
+    if (k < MAX_PARTS) {
+        part_t[k][end] = now_ns();
+        if (!end)
+            part_cpu[k] = sched_getcpu();
+    }
+}
+
+/* The parts of the host copy of `bytes` just done, into v. */
+static void note_parts(trace_event *v, size_t bytes)
+{
+    int seen[1024] = {0};
+    pygpu_transfer_config cfg;
+    pygpu_transfer_config_get(&cfg);
+    v->parts = pygpu_range_parts((ptrdiff_t)bytes, cfg.threads);
+    v->first = LLONG_MAX;
+    for (int k = 0; k < v->parts && k < MAX_PARTS; k++) {
+        v->first = part_t[k][0] < v->first ? part_t[k][0] : v->first;
+        v->last = part_t[k][0] > v->last ? part_t[k][0] : v->last;
+        v->end = part_t[k][1] > v->end ? part_t[k][1] : v->end;
+        if (part_cpu[k] >= 0 && part_cpu[k] < 1024 && !seen[part_cpu[k]]++)
+            v->cpus++;
+    }
+}
+
+/* (trace_mu held) */
+static void note(char what, int chunk, size_t bytes)
+{
+    if (what == 'b') {
+        trace.n = 0;
+        trace.t0 = now_ns();
+    }
+    if (trace.n < TRACE_MAX) {
+        trace_event v = {what, chunk, bytes, now_ns(), 0, 0, 0, 0, 0};
+        if (what == 'c')
+            note_parts(&v, bytes);
+        trace.ev[trace.n++] = v;
+    }
+}
+
+void pygpu_trace_note(char what, int chunk, size_t bytes)
+{
+    pthread_mutex_lock(&trace_mu);
+    note(what, chunk, bytes);
+    pthread_mutex_unlock(&trace_mu);
+}
+
+/* Record timing event i on `stream`; 0 if it could not be. */
+static int record(int i, pygpu_stream_t stream)
+{
+    int ok = (dma[i] || pygpu_rt_event_create(&dma[i], 0) == 0) && pygpu_rt_event_record(dma[i], stream) == 0;
+    (void)pygpu_rt_get_last_error();
+    return ok;
+}
+
+void pygpu_trace_dma(int k, pygpu_stream_t stream)
+{
+    pthread_mutex_lock(&trace_mu);
+    if (k < 0)
+        dma_n = record(0, stream) ? 1 : 0;
+    else if (dma_n == k + 1 && k + 1 <= PYGPU_TRACE_DMA_MAX && record(k + 1, stream))
+        dma_n = k + 2;
+    pthread_mutex_unlock(&trace_mu);
+}
+
+void pygpu_trace_name(const char *n)
+{
+    pthread_mutex_lock(&trace_mu);
+    name = n;
+    pthread_mutex_unlock(&trace_mu);
+}
+
+void pygpu_trace_enter(void)
+{
+    if (pygpu_trace_on)
+        entered = now_ns();
+}
+
+static void print_dma(void)
+{
+    if (dma_n > 1 && pygpu_rt_event_synchronize(dma[dma_n - 1]) == 0) {
+        fprintf(stderr, "; DMA calls ended, from the device's start");
+        for (int k = 1; k < dma_n; k++) {
+            float ms = 0;
+            if (pygpu_rt_event_elapsed_ms(&ms, dma[0], dma[k]) == 0)
+                fprintf(stderr, " %d@%.1f", k - 1, ms * 1e3);
+        }
+    }
+    (void)pygpu_rt_get_last_error();
+    dma_n = 0;
+}
+
+void pygpu_trace_done(void)
+{
+    if (!pygpu_trace_on)
+        return;
+    pthread_mutex_lock(&trace_mu);
+    if (name) {
+        note('s', 0, 0);
+        fprintf(stderr, "pygpu staging %s: copy entered %.1f us before b0;", name, (double)(trace.t0 - entered) / 1e3);
+        for (int i = 0; i < trace.n; i++) {
+            const trace_event *v = &trace.ev[i];
+            fprintf(stderr, " %c%d@%.1f", v->what, v->chunk, (double)(v->t - trace.t0) / 1e3);
+            if (v->bytes)
+                fprintf(stderr, "[%zuK]", v->bytes >> 10);
+            if (v->parts)
+                fprintf(stderr, "{%d parts on %d cpus: starts %.1f..%.1f, last end %.1f}", v->parts, v->cpus,
+                        (double)(v->first - trace.t0) / 1e3, (double)(v->last - trace.t0) / 1e3,
+                        (double)(v->end - trace.t0) / 1e3);
+        }
+        print_dma();
+        fprintf(stderr, " (us)\n");
+        name = NULL;
+    }
+    pthread_mutex_unlock(&trace_mu);
+}

@@ -1,0 +1,64 @@
+/*
+ * trace.h -- PYGPU_STAGING_TRACE=1: each staged transfer prints, to
+ * stderr, where its time went chunk by chunk (trace.c), a diagnostic for
+ * tuning on a new machine.  Off, each trace point is one branch.
+ */
+#ifndef PYGPU_TRANSFER_TRACE_H
+#define PYGPU_TRANSFER_TRACE_H
+
+#include <stddef.h>
+
+#include "../backend/rt.h"
+
+extern int pygpu_trace_on;      /* read from the environment at init */
+
+/* A staged transfer's events: 'b' start, 'w' buffer free, 'c' host copy of
+ * a chunk done, 'q' DMA queued, 'e' end. */
+#define PYGPU_TRACE(what, chunk, bytes)                        \
+    do {                                                       \
+        if (pygpu_trace_on)                                    \
+            pygpu_trace_note((what), (chunk), (bytes));        \
+    } while (0)
+/* When part k of a host copy started (end 0) or ended (end 1), and where. */
+#define PYGPU_TRACE_PART(k, end)                               \
+    do {                                                       \
+        if (pygpu_trace_on)                                    \
+            pygpu_trace_part((k), (end));                      \
+    } while (0)
+
+/* The device's side of a transfer of whole buffers: timing events recorded
+ * on `stream` at its start and after each DMA call k (at most
+ * PYGPU_TRACE_DMA_MAX calls). */
+#define PYGPU_TRACE_DMA_MAX 32
+#define PYGPU_TRACE_DMA_START(stream)                          \
+    do {                                                       \
+        if (pygpu_trace_on)                                    \
+            pygpu_trace_dma(-1, (stream));                     \
+    } while (0)
+#define PYGPU_TRACE_DMA_END(stream, k)                         \
+    do {                                                       \
+        if (pygpu_trace_on)                                    \
+            pygpu_trace_dma((k), (stream));                    \
+    } while (0)
+
+/* The transfer's name: its trace is printed when the whole copy is done. */
+#define PYGPU_TRACE_NAME(name)                                 \
+    do {                                                       \
+        if (pygpu_trace_on)                                    \
+            pygpu_trace_name(name);                            \
+    } while (0)
+
+void pygpu_trace_note(char what, int chunk, size_t bytes);
+void pygpu_trace_part(int k, int end);
+void pygpu_trace_dma(int k, pygpu_stream_t stream);
+void pygpu_trace_name(const char *name);
+
+/* A copy enters the planner / is done: with tracing on, the latter prints
+ * the trace of the staged transfer it made, if any. */
+void pygpu_trace_enter(void);
+void pygpu_trace_done(void);
+
+/* Reads PYGPU_STAGING_TRACE. */
+void pygpu_trace_init(void);
+
+#endif /* PYGPU_TRANSFER_TRACE_H */
