@@ -80,6 +80,12 @@ int pygpu_rt_is_out_of_memory(pygpu_status s) { return s == H_MEMORY_ALLOCATION;
 int pygpu_rt_is_not_ready(pygpu_status s) { return s == H_NOT_READY; }
 int pygpu_rt_is_sticky(pygpu_status s) { (void)s; return 0; }   /* no kernels here */
 
+const char *pygpu_rt_diagnose(pygpu_status s, char *buf, size_t n)
+{
+    (void)s, (void)buf, (void)n;
+    return NULL;                    /* the host backend always has its devices */
+}
+
 /* The last error, per thread, as the runtimes keep it. */
 static _Thread_local pygpu_status last_error;
 
