@@ -5,6 +5,8 @@ throughput table.
     python -m pygpu --no-bench skip the throughput table
 """
 import argparse
+import json
+import os
 import sys
 import time
 
@@ -17,6 +19,26 @@ MiB = 1 << 20
 
 def gib(n):
     return f"{n / (1 << 30):.1f} GiB"
+
+
+def build_report():
+    """Lines saying what the build did with each backend (built, with what;
+    skipped, and why), from the report setup.py writes beside the
+    extensions; pip shows the build's own lines only with -v."""
+    path = os.path.join(os.path.dirname(os.path.abspath(pygpu.__file__)), "_build_report.json")
+    try:
+        with open(path) as f:
+            report = json.load(f)
+    except (OSError, ValueError):
+        return ["build report: none beside the package (built by an older setup.py, or by hand)"]
+    lines = [f"build report ({report.get('when', '?')}, setuptools {report.get('setuptools', '?')}):"]
+    for name in ("cuda", "hip", "host"):
+        if name in report.get("built", {}):
+            what = report["built"][name]
+            lines.append(f"  {name}: built" + (f", {what}" if what else ""))
+        elif name in report.get("skipped", {}):
+            lines.append(f"  {name}: skipped: {report['skipped'][name]}")
+    return lines
 
 
 def describe_devices():
@@ -105,6 +127,7 @@ def main(argv=None):
 
     print(f"PyGPU {pygpu.__version__} on Python {sys.version.split()[0]}, NumPy {np.__version__}")
     print(f"backend: {pygpu.backend} (built: {', '.join(pygpu.backends())})")
+    print("\n".join(build_report()))
     if pygpu.backend != "host":
         print(f"runtime version {pygpu.runtime_version()}, driver version {pygpu.driver_version()}")
     try:

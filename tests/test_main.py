@@ -4,6 +4,8 @@ import re
 import subprocess
 import sys
 
+import pygpu
+
 
 def test_main_job(run_python):
     r = run_python("import runpy, sys; sys.argv = ['pygpu', '--repeats', '1']; "
@@ -13,6 +15,12 @@ def test_main_job(run_python):
     assert r.returncode == 0, r.stderr + out
     assert re.search(r"^backend: \w+ \(built: .*host", out, re.M)
     assert re.search(r"^devices: [1-9]", out, re.M)
+    # What the build did with each backend: pip shows it only with -v.
+    assert re.search(r"^build report \(.*\):$", out, re.M), out
+    for name in pygpu.backends():
+        assert re.search(rf"^  {name}: built", out, re.M), out
+    for name in {"cuda", "hip"} - set(pygpu.backends()):
+        assert re.search(rf"^  {name}: skipped: \S", out, re.M), out
     assert "round trip host -> device -> device -> host, 8 MiB: ok" in out
     rows = re.findall(r"^\s+\d+ MiB((?:\s+\d+\.\d)+)$", out, re.M)
     assert len(rows) == 3 and all(len(r.split()) == 4 for r in rows)
