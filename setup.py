@@ -28,7 +28,15 @@ import subprocess
 import sys
 import time
 
+import setuptools
 from setuptools import Extension, setup
+
+# pyproject.toml's license = "MIT" (an SPDX expression) needs setuptools 77;
+# older ones refuse the file with a long schema error.  pip's isolated build
+# fetches a new one; a build without isolation uses the one installed.
+if tuple(int(p) for p in setuptools.__version__.split(".")[:2] if p.isdigit()) < (77, 0):
+    sys.exit(f"PyGPU's build needs setuptools>=77.0.3 (this is {setuptools.__version__}): "
+             "python3 -m pip install -U 'setuptools>=77.0.3', or build with pip, whose isolated build fetches it")
 from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 
