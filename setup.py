@@ -21,12 +21,22 @@ each device at its first use.  Without nvcc the CUDA backend is built
 without them, and its device-to-device layout copies go through the host.
 """
 import glob
+import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 
+import setuptools
 from setuptools import Extension, setup
+
+# pyproject.toml's license = "MIT" (an SPDX expression) needs setuptools 77;
+# older ones refuse the file with a long schema error.  pip's isolated build
+# fetches a new one; a build without isolation uses the one installed.
+if tuple(int(p) for p in setuptools.__version__.split(".")[:2] if p.isdigit()) < (77, 0):
+    sys.exit(f"PyGPU's build needs setuptools>=77.0.3 (this is {setuptools.__version__}): "
+             "python3 -m pip install -U 'setuptools>=77.0.3', or build with pip, whose isolated build fetches it")
 from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 
@@ -40,8 +50,20 @@ KERNEL_HEADER = "src/kernels/kernels.h"
 KERNEL_SASS = ("sm_80", "sm_90")     # machine code for these; PTX for the lowest nvcc knows
 
 
+# What this build did with each backend, written beside the extensions as
+# pygpu/_build_report.json, where `python -m pygpu` shows it (pip shows the
+# lines said here only with -v).
+REPORT_NAME = "_build_report.json"
+REPORT = {"built": {}, "skipped": {}}
+
+
 def say(msg):
     print(f"pygpu: {msg}", file=sys.stderr)
+
+
+def skip(name, why):
+    REPORT["skipped"][name] = why
+    say(f"skipping the {name} backend: {why}")
 
 
 def first_dir(candidates, marker):
@@ -176,11 +198,13 @@ def backend_extension(name, backend_src, macros=(), **kw):
 
 def extensions():
     wanted = {b.strip() for b in os.environ.get("PYGPU_BUILD", "host,cuda,hip").split(",") if b.strip()}
+    for name in sorted({"cuda", "hip"} - wanted):
+        REPORT["skipped"][name] = f"not asked for (PYGPU_BUILD={os.environ.get('PYGPU_BUILD')})"
     exts = [backend_extension("host", "src/backend/rt_host.c", libraries=["pthread"])]
     if "cuda" in wanted:
         found = find_cuda()
         if isinstance(found, str):
-            say(f"skipping the cuda backend: {found}")
+            skip("cuda", found)
         else:
             inc, lib = found
             ext = backend_extension(
@@ -191,7 +215,7 @@ def extensions():
     if "hip" in wanted:
         found = find_hip()
         if isinstance(found, str):
-            say(f"skipping the hip backend: {found}")
+            skip("hip", found)
         else:
             inc, libs = found
             exts.append(backend_extension(
@@ -215,19 +239,39 @@ class BuildExt(build_ext):
         macros that say they are there."""
         self.mkpath(tmp)
         if ext.name == "pygpu._hip":
+            ext.report = "copy kernels: their source, compiled by hiprtc on each device at first use"
             return [write_kernel_source(tmp)], [("PYGPU_KERNEL_SOURCE", "1")]
         if ext.name != "pygpu._cuda":
             return [], []
         nvcc = getattr(ext, "nvcc", None)
         c_file, what = build_kernel_image(nvcc, tmp) if nvcc else (None, "no nvcc in the toolkit or on PATH")
         if not c_file:
-            say(f"cuda: built without PyGPU's copy kernels ({what}): device-to-device layout copies "
-                "will go through the host")
+            ext.report = (f"without PyGPU's copy kernels ({what}): device-to-device layout copies go "
+                          "through the host")
+            say(f"cuda: built {ext.report}")
             return [], []
-        say(f"cuda: copy kernels: {what}")
+        ext.report = f"copy kernels: {what}"
+        say(f"cuda: {ext.report}")
         return [c_file], [("PYGPU_KERNEL_IMAGE", "1")]
 
+    def run(self):
+        super().run()
+        report = dict(REPORT, setuptools=__import__("setuptools").__version__,
+                      when=time.strftime("%Y-%m-%d %H:%M:%S %z"))
+        path = os.path.join(os.path.dirname(self.get_ext_fullpath("pygpu._host")), REPORT_NAME)
+        with open(path, "w") as f:
+            json.dump(report, f, indent=1, sort_keys=True)
+
     def build_extension(self, ext):
+        name = ext.name.split("._", 1)[1]
+        try:
+            self.build_one(ext)
+        except Exception as e:          # an optional backend that fails is skipped (setuptools says so)
+            REPORT["skipped"][name] = f"failed to build: {str(e).strip()[-300:]}"
+            raise
+        REPORT["built"][name] = getattr(ext, "report", "")
+
+    def build_one(self, ext):
         tmp = os.path.join(self.build_temp, ext.name.replace(".", "_"))
         extra, macros = self.kernel_sources(ext, tmp)
         objects = self.compiler.compile(

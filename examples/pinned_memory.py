@@ -5,7 +5,8 @@
 The GPU's copy engines read and write host memory directly only when it is
 page-locked.  Ordinary (pageable) memory goes through a staging copy: the
 CUDA/HIP runtimes' own path runs at a fraction of the link's speed, and
-PyGPU's staging pipeline (used for pageable copies of 1 MiB or more) gets
+PyGPU's staging pipeline (used for pageable copies of 32 KiB or more on a
+GPU: pygpu.transfer_config()["min_bytes"], which this script prints) gets
 close to it, but only page-locked memory makes an async copy truly
 asynchronous: the call just queues the DMA and the host goes on.
 
@@ -63,13 +64,16 @@ def report(label, nbytes, seconds):
 
 def main():
     gpu = pygpu.backend != "host"
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mib", type=int, default=256 if gpu else 64)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     n = (args.mib << 20) // 4
     nbytes = n * 4
     print(f"backend {pygpu.backend}: {args.mib} MiB, best of {args.repeat}")
+    staged = pygpu.transfer_config()["min_bytes"]
+    print(f"PyGPU stages pageable copies of {staged} bytes or more" if staged is not None
+          else "PyGPU stages no pageable copy here (transfer_config()['min_bytes'] is None)")
 
     pageable = np.random.default_rng(0).random(n, dtype=np.float32)
     back = np.empty_like(pageable)

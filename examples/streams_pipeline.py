@@ -77,7 +77,7 @@ def gbps(nbytes, ms):
 
 def main():
     gpu = pygpu.backend != "host"
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mib", type=int, default=256 if gpu else 64, help="MiB moved each way")
     parser.add_argument("--chunks", type=int, default=8)
     args = parser.parse_args()

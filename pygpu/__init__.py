@@ -83,8 +83,12 @@ def _choose():
             return _load(name)
         except ImportError as e:
             why.append(f"{name}: does not load ({e})")
-    # One line, without a source line under it: no file to quote.
-    warnings.warn_explicit("no GPU found (" + "; ".join(why) + "); using the host backend",
+    # One line, without a source line under it: no file to quote.  It says
+    # why, and how to choose (PYGPU_BACKEND=host also quiets it).
+    built = [n for n in _GPU_BACKENDS if importlib.util.find_spec(f"pygpu._{n}") is not None]
+    ask = f"; PYGPU_BACKEND={' or '.join(built)} says why the GPU cannot be used" if built else ""
+    warnings.warn_explicit(f"no GPU found ({'; '.join(why)}): using the host backend "
+                           f"(PYGPU_BACKEND=host chooses it without this warning{ask})",
                            BackendWarning, "pygpu", 0)
     return _load("host")
 

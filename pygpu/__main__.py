@@ -1,10 +1,21 @@
-"""`python -m pygpu`: what PyGPU sees here, a round-trip check, and a short
-throughput table.
+"""`python -m pygpu`: what PyGPU sees here (the backend, what the build did
+with each, the devices), a round-trip check, and a short throughput table.
 
-    python -m pygpu            backends, devices, round trip, throughput
-    python -m pygpu --no-bench skip the throughput table
+    python -m pygpu            all of it
+    python -m pygpu --no-bench without the throughput table
+
+The table times memcpy_htod and memcpy_dtoh between device memory and host
+arrays that both exist already (the median of --repeats runs), from pageable
+and from page-locked memory.  `python -m pygpu.bench` times whole calls
+instead (to_gpu(), which allocates its array, get(), get(ary=...)) beside
+the raw cudaMemcpy ceiling and other libraries; where a call does the same
+work (to_gpu() of 64 MiB on the host backend reuses freed memory as the
+GPU runtimes' pools do), the two agree.
 """
 import argparse
+import json
+import os
+import statistics
 import sys
 import time
 
@@ -17,6 +28,26 @@ MiB = 1 << 20
 
 def gib(n):
     return f"{n / (1 << 30):.1f} GiB"
+
+
+def build_report():
+    """Lines saying what the build did with each backend (built, with what;
+    skipped, and why), from the report setup.py writes beside the
+    extensions; pip shows the build's own lines only with -v."""
+    path = os.path.join(os.path.dirname(os.path.abspath(pygpu.__file__)), "_build_report.json")
+    try:
+        with open(path) as f:
+            report = json.load(f)
+    except (OSError, ValueError):
+        return ["build report: none beside the package (built by an older setup.py, or by hand)"]
+    lines = [f"build report ({report.get('when', '?')}, setuptools {report.get('setuptools', '?')}):"]
+    for name in ("cuda", "hip", "host"):
+        if name in report.get("built", {}):
+            what = report["built"][name]
+            lines.append(f"  {name}: built" + (f", {what}" if what else ""))
+        elif name in report.get("skipped", {}):
+            lines.append(f"  {name}: skipped: {report['skipped'][name]}")
+    return lines
 
 
 def describe_devices():
@@ -51,15 +82,16 @@ def progress(msg):
     sys.stderr.flush()
 
 
-def best_seconds(fn, repeats):
-    """The fastest of `repeats` runs of fn() (after one warm-up), seconds."""
+def median_seconds(fn, repeats):
+    """The median of `repeats` runs of fn() (after one warm-up), seconds:
+    as python -m pygpu.bench takes it."""
     fn()
-    best = float("inf")
+    times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
 
 
 def throughput(sizes, repeats):
@@ -80,7 +112,7 @@ def throughput(sizes, repeats):
         row = {}
         for name, fn in cases.items():
             progress(f"measuring {name}, {size // MiB} MiB ...")
-            row[name] = size / best_seconds(fn, repeats) / 1e9
+            row[name] = size / median_seconds(fn, repeats) / 1e9
         rows.append((size, row))
         del pinned
         pinned_mem.free()
@@ -89,22 +121,27 @@ def throughput(sizes, repeats):
     return rows
 
 
-def print_table(rows):
+def print_table(rows, repeats):
     cols = list(rows[0][1])
-    print("throughput, GB/s (best of the runs; pinned is the link's ceiling):")
+    ceiling = ("both are memcpy in host memory on the host backend" if pygpu.backend == "host"
+               else "pinned is the link's ceiling")
+    print(f"throughput, GB/s: memcpy_htod/dtoh between host and device memory that exist already, median of "
+          f"{repeats} runs\n  ({ceiling}; python -m pygpu.bench times to_gpu() and get()):")
     print("  " + f"{'size':>9}" + "".join(f"{c:>14}" for c in cols))
     for size, row in rows:
         print("  " + f"{size // MiB:>5} MiB" + "".join(f"{row[c]:>14.1f}" for c in cols))
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m pygpu", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m pygpu", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--no-bench", action="store_true", help="skip the throughput table")
     ap.add_argument("--repeats", type=int, default=5, help="timed runs per cell (default 5)")
     args = ap.parse_args(argv)
 
     print(f"PyGPU {pygpu.__version__} on Python {sys.version.split()[0]}, NumPy {np.__version__}")
     print(f"backend: {pygpu.backend} (built: {', '.join(pygpu.backends())})")
+    print("\n".join(build_report()))
     if pygpu.backend != "host":
         print(f"runtime version {pygpu.runtime_version()}, driver version {pygpu.driver_version()}")
     try:
@@ -126,7 +163,8 @@ def main(argv=None):
         return 1
     if not args.no_bench:
         big = 256 * MiB if pygpu.backend != "host" else 64 * MiB
-        print_table(throughput([1 * MiB, 16 * MiB, big], max(1, args.repeats)))
+        repeats = max(1, args.repeats)
+        print_table(throughput([1 * MiB, 16 * MiB, big], repeats), repeats)
     return 0
 
 

@@ -561,7 +561,8 @@ def devices_table(results, sizes):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m pygpu.bench", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m pygpu.bench", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", nargs="+", type=parse_size, default=SIZES, help="sizes, e.g. 8 64K 16M 1G")
     ap.add_argument("--peers", nargs="*", default=["cupy", "torch", "numba"], help="peers to compare")
     ap.add_argument("--budget", type=float, default=0.5, help="seconds per cell (default 0.5)")

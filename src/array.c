@@ -130,10 +130,12 @@ PyObject *pygpu_array_view(PyGPUArray *a, int nd, const ptrdiff_t *shape, const 
                             a->flags & PYGPU_WRITEABLE);
 }
 
-/* 1 if `obj` is one integer (a NumPy array of one or more axes is not). */
+/* 1 if `obj` is one integer (a NumPy array of one or more axes is not, nor
+ * a GPUArray, though a 0-d one of integers has __index__). */
 static int is_scalar_index(PyObject *obj)
 {
-    return PyIndex_Check(obj) && !(PyArray_Check(obj) && PyArray_NDIM((PyArrayObject *)obj) > 0);
+    return PyIndex_Check(obj) && !(PyArray_Check(obj) && PyArray_NDIM((PyArrayObject *)obj) > 0) &&
+           !pygpu_is_gpuarray(obj);
 }
 
 int pygpu_dims_arg(PyObject *obj, int *nd, ptrdiff_t *out, ptrdiff_t min)
@@ -256,7 +258,7 @@ static int address_of(PyObject *obj, char **ptr)
 {
     PyNumberMethods *nb = Py_TYPE(obj)->tp_as_number;
     int overflow = 0;
-    if (PyFloat_Check(obj) || PyBool_Check(obj) || !nb || (!nb->nb_int && !nb->nb_index)) {
+    if (PyFloat_Check(obj) || PyBool_Check(obj) || pygpu_is_gpuarray(obj) || !nb || (!nb->nb_int && !nb->nb_index)) {
         PyErr_Format(PyExc_TypeError, "gpudata must be a device allocation or an int address, not %.100s",
                      Py_TYPE(obj)->tp_name);
         return -1;
@@ -427,7 +429,6 @@ static void array_dealloc(PyObject *self)
 
 static PyObject *array_repr(PyObject *self);
 static PyObject *array_str(PyObject *self);
-static int array_bool(PyObject *self);
 static PyObject *array_iter(PyObject *self);
 
 static PyMemberDef array_members[] = {
@@ -454,7 +455,10 @@ static PyType_Slot array_slots[] = {
     {Py_mp_length, pygpu_array_length},
     {Py_sq_length, pygpu_array_length},
     {Py_sq_item, pygpu_array_item},
-    {Py_nb_bool, array_bool},
+    {Py_nb_bool, pygpu_array_bool},
+    {Py_nb_float, pygpu_array_float},
+    {Py_nb_int, pygpu_array_int},
+    {Py_nb_index, pygpu_array_index},
     {Py_tp_iter, array_iter},
     {Py_tp_members, array_members},
     {Py_tp_getset, pygpu_array_getset},
@@ -520,24 +524,6 @@ static PyObject *array_str(PyObject *self)
     if (!h)
         return NULL;
     PyObject *r = PyObject_Str(h);
-    Py_DECREF(h);
-    return r;
-}
-
-/* bool(a): as NumPy, the truth of the one element; ambiguous otherwise. */
-static int array_bool(PyObject *self)
-{
-    ptrdiff_t n = pygpu_array_size((PyGPUArray *)self);
-    if (n != 1) {
-        PyErr_SetString(PyExc_ValueError, n ? "The truth value of an array with more than one element is "
-                                              "ambiguous. Use a.any() or a.all() on a host copy"
-                                            : "The truth value of an empty array is ambiguous");
-        return -1;
-    }
-    PyObject *h = host_copy(self);
-    if (!h)
-        return -1;
-    int r = PyObject_IsTrue(h);
     Py_DECREF(h);
     return r;
 }

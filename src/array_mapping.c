@@ -16,7 +16,7 @@ typedef struct {
 
 static int unsupported(PyObject *item)
 {
-    if (PyBool_Check(item) || PyArray_Check(item) || PyList_Check(item) ||
+    if (PyBool_Check(item) || PyArray_Check(item) || pygpu_is_gpuarray(item) || PyList_Check(item) ||
         (PyObject_HasAttrString(item, "__array__") && !PyIndex_Check(item)) ||
         PyObject_HasAttrString(item, "__cuda_array_interface__")) {
         PyErr_SetString(PyExc_IndexError,

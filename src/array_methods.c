@@ -911,6 +911,13 @@ PyMethodDef pygpu_array_methods[] = {
     {"transpose", array_transpose, METH_VARARGS,
      "transpose(*axes)\n--\n\nA view with the axes permuted (reversed by default)."},
     {"swapaxes", array_swapaxes, METH_VARARGS, "swapaxes(axis1, axis2, /)\n--\n\nA view with two axes swapped."},
+    {"item", pygpu_array_item_method, METH_VARARGS,
+     "item(*args)\n--\n\nOne element as a Python scalar, as NumPy's item(): no argument for a size-1 array,\n"
+     "a flat index (C order), or one index per axis (or a tuple of them).  Reads that element."},
+    {"tolist", pygpu_array_tolist, METH_NOARGS,
+     "tolist()\n--\n\nThe elements as nested lists of Python scalars, as NumPy's tolist().  Reads the array."},
+    {"__complex__", pygpu_array_complex, METH_NOARGS,
+     "__complex__()\n--\n\ncomplex(a) of a size-1 array, as NumPy gives it.  Reads the element."},
     {"__array__", KW(array_dunder_array), "__array__(dtype=None, copy=None)\n--\n\nA host copy for NumPy."},
     {"__dlpack__", (PyCFunction)(void (*)(void))pygpu_array_dlpack, METH_FASTCALL | METH_KEYWORDS,
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"

@@ -22,12 +22,16 @@ static void raise_status(pygpu_state *st, pygpu_status status, const char *call)
     PyObject *cls = pygpu_rt_is_out_of_memory(status) ? st->GPUMemoryError : st->GPUError;
     PyObject *args = NULL, *kwargs = NULL, *exc = NULL;
 
-    char fn[96];
+    char fn[96], why[640];
     snprintf(fn, sizeof fn, "%s%s", call_prefix(), call);
-    args = Py_BuildValue("(N)", PyUnicode_FromFormat("%s: %s (%d): %s%s", fn, name, (int)status, text,
-                                                     pygpu_rt_is_sticky(status)
-                                                     ? " (the device context is now unusable: every later "
-                                                       "call on it fails too; restart the process)" : ""));
+    if (pygpu_rt_diagnose(status, why, sizeof why))     /* no driver, too old, or no device: say which */
+        args = Py_BuildValue("(N)", PyUnicode_FromFormat("%s: %s (%d): %s [the runtime's words: %s]", fn, name,
+                                                         (int)status, why, text));
+    else
+        args = Py_BuildValue("(N)", PyUnicode_FromFormat("%s: %s (%d): %s%s", fn, name, (int)status, text,
+                                                         pygpu_rt_is_sticky(status)
+                                                         ? " (the device context is now unusable: every later "
+                                                           "call on it fails too; restart the process)" : ""));
     if (!args)
         goto done;
     kwargs = Py_BuildValue("{s:i,s:s,s:s,s:s}", "code", (int)status, "name", name, "message", text,

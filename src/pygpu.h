@@ -335,6 +335,19 @@ PyObject *pygpu_array_astype(PyGPUArray *a, PyArray_Descr *descr, int order, con
 int pygpu_array_init(PyObject *m, pygpu_state *st);
 extern PyMethodDef pygpu_array_module_methods[];
 extern PyMappingMethods pygpu_array_as_mapping;
+/* NumPy's scalar protocol (array_scalar.c): float(), int(), index(),
+ * complex() and bool() of a size-1 array, item(*args), tolist(); each a
+ * read to the host, NumPy's results and errors. */
+PyObject *pygpu_array_float(PyObject *self);
+PyObject *pygpu_array_int(PyObject *self);
+PyObject *pygpu_array_index(PyObject *self);
+PyObject *pygpu_array_complex(PyObject *self, PyObject *unused);
+int pygpu_array_bool(PyObject *self);
+PyObject *pygpu_array_item_method(PyObject *self, PyObject *args);
+PyObject *pygpu_array_tolist(PyObject *self, PyObject *unused);
+/* 1 if `obj` is a GPUArray (or of a subclass), which has __index__ but is
+ * an array first: never taken as one integer where an int is wanted. */
+int pygpu_is_gpuarray(PyObject *obj);
 extern PyGetSetDef pygpu_array_getset[];
 extern PyMethodDef pygpu_array_methods[];
 int pygpu_flags_init(PyObject *m, pygpu_state *st);

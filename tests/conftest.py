@@ -5,9 +5,12 @@ marked ``gpu_only``: they check what only real hardware can show (copy
 engines overlapping, the driver's view of a device) and skip on ``host``
 with a reason that says so.
 
-Tests that need a configuration the current process cannot have (several
-host devices, a small host "device memory", a forced backend) run a short
-script in a fresh interpreter through the ``run_python`` fixture.
+On the host backend the suite runs with two devices (PYGPU_HOST_DEVICES=2,
+set below unless already set), so that the tests of several devices run
+everywhere.  Tests that need a configuration the current process cannot
+have (another number of host devices, a small host "device memory", a
+forced backend) run a short script in a fresh interpreter through the
+``run_python`` fixture.
 """
 import os
 import subprocess
@@ -17,7 +20,13 @@ import textwrap
 import numpy as np
 import pytest
 
-import pygpu
+# The host backend presents two devices to the suite (unless
+# PYGPU_HOST_DEVICES says otherwise), so that the tests of several devices
+# (tests/test_multi_device.py and others) run in every run, CI's included;
+# it is read at the first call, after this.  GPU backends ignore it.
+os.environ.setdefault("PYGPU_HOST_DEVICES", "2")
+
+import pygpu  # noqa: E402
 
 GPU_BACKENDS = ("cuda", "hip")
 

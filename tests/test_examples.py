@@ -23,6 +23,7 @@ interpreter; ``mpirun`` gets ``--oversubscribe``, and ``--allow-run-as-root``
 when running as root, where it is Open MPI's.  ``$CUDA_HOME/bin`` (or
 ``/usr/local/cuda/bin``) is appended to PATH, for nvcc.
 """
+import ast
 import importlib.util
 import os
 import re
@@ -31,6 +32,7 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import pygpu
@@ -258,6 +260,94 @@ def test_examples_listed_in_readme(name, path):
     with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
         readme = f.read()
     assert f"examples/{name}" in readme, f"README.md's Examples section does not list examples/{name}"
+
+
+def test_every_file_in_examples_is_listed_in_examples_readme():
+    """examples/README.md's table names every file and folder of examples/."""
+    with open(os.path.join(EXAMPLES, "README.md"), encoding="utf-8") as f:
+        listed = set(re.findall(r"^\| `([^`]+)` \|", f.read(), re.M))
+    present = {name + ("/" if os.path.isdir(os.path.join(EXAMPLES, name)) else "")
+               for name in os.listdir(EXAMPLES) if name != "README.md" and not name.startswith((".", "_"))}
+    assert present <= listed, f"examples/README.md does not list {sorted(present - listed)}"
+    assert listed <= present, f"examples/README.md lists what is not there: {sorted(listed - present)}"
+
+
+def _help_is_whole(words, doc, env):
+    """`words --help` shows every line of `doc` (the program's docstring)."""
+    proc = subprocess.run(words + ["--help"], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    missing = [line.strip() for line in doc.splitlines() if line.strip() and line.strip() not in proc.stdout]
+    assert not missing, f"{shlex.join(words)} --help leaves out: {missing}"
+
+
+@pytest.mark.parametrize("name", sorted(HOST_EXAMPLES))
+def test_example_help_is_whole(name):
+    path = os.path.join(EXAMPLES, name)
+    with open(path, encoding="utf-8") as f:
+        doc = ast.get_docstring(ast.parse(f.read()), clean=False)
+    _help_is_whole([sys.executable, path], doc, clean_env(PYGPU_BACKEND="host"))
+
+
+def _size_text(n):
+    for unit, name in ((1 << 20, "MiB"), (1 << 10, "KiB")):
+        if n % unit == 0:
+            return f"{n // unit} {name}"
+    return f"{n} bytes"
+
+
+def _staging_default_on_a_gpu():
+    """transfer_config()["min_bytes"] of a GPU backend as built (it needs no
+    device), or None where none was built."""
+    for name in ("cuda", "hip"):
+        if name in pygpu.backends():
+            out = subprocess.run([sys.executable, "-c", "import pygpu; print(pygpu.transfer_config()['min_bytes'])"],
+                                 capture_output=True, text=True, env=clean_env(PYGPU_BACKEND=name), timeout=120)
+            return int(out.stdout.split()[-1])
+    return None
+
+
+def _pooled_get_min():
+    """POOLED_GET_MIN of src/array_methods.c: get()'s arrays from this size
+    come from the page-locked pool."""
+    with open(os.path.join(REPO, "src", "array_methods.c"), encoding="utf-8") as f:
+        m = re.search(r"#define POOLED_GET_MIN \(\(size_t\)(\d+) << (\d+)\)", f.read())
+    return int(m.group(1)) << int(m.group(2))
+
+
+# Sizes the examples quote, each with where the code keeps it: a size quoted
+# anywhere else in an example needs an entry here.
+QUOTED = {
+    ("pinned_memory.py", r"pageable copies of (\d+ [KM]iB) or more"): _staging_default_on_a_gpu,
+    ("pinned_memory.py", r"GPUArray\.get\(\) of (\d+ [KM]iB) or more"): _pooled_get_min,
+}
+
+
+def test_sizes_quoted_in_examples_are_the_codes():
+    found = set()
+    for (name, pattern), source in QUOTED.items():
+        with open(os.path.join(EXAMPLES, name), encoding="utf-8") as f:
+            text = " ".join(f.read().split())
+        m = re.search(pattern, text)
+        assert m, f"{name} no longer says {pattern!r}: update QUOTED"
+        found.add((name, m.group(1)))
+        value = source()
+        if value is not None:
+            assert m.group(1) == _size_text(value), f"{name} quotes {m.group(1)}, the code has {_size_text(value)}"
+    for name, path in ALL:
+        if path.endswith(".py"):
+            with open(path, encoding="utf-8") as f:
+                text = " ".join(f.read().split())
+            for size in re.findall(r"(\d+ [KM]iB) or more", text):
+                assert (name, size) in found, f"{name} quotes {size} or more: add where the code keeps it to QUOTED"
+
+
+@pytest.mark.gpu_only
+def test_get_returns_page_locked_arrays_from_the_quoted_size():
+    """What pinned_memory.py says of get(), on the device."""
+    n = _pooled_get_min()
+    g = pygpu.zeros(n, np.uint8)
+    assert pygpu.is_pinned(g.get())
+    assert not pygpu.is_pinned(g[: n - 8].get())
 
 
 # ---- the runner itself, on made-up examples -----------------------------------------------

@@ -1,5 +1,8 @@
 """Import, backend choice, and the PYGPU_BACKEND switch (docs/api.md, Backends)."""
+import ctypes
 import json
+import os
+import re
 import types
 import warnings
 
@@ -159,6 +162,48 @@ def test_forced_gpu_backend(run_python, name):
         assert str(err["code"]) in err["str"], err
 
 
+def _driver_state(name):
+    """What the machine has for GPU backend `name`: 'none' (no driver),
+    'present' (a driver, devices or not)."""
+    if name == "cuda":
+        try:
+            ctypes.CDLL("libcuda.so.1")
+        except OSError:
+            return "none"
+        return "present"
+    return "present" if os.access("/dev/kfd", os.R_OK | os.W_OK) else "none"
+
+
+@pytest.mark.parametrize("name", GPU_BACKENDS)
+@pytest.mark.parametrize("hide", [False, True])
+def test_forced_gpu_backend_says_why_it_has_no_device(run_python, name, hide):
+    """No driver, a driver too old for the runtime (versions named), and a
+    driver that sees no device each read as what they are, with the
+    vendor's status kept."""
+    if name not in pygpu.backends():
+        pytest.skip(f"the {name} backend was not built")
+    env = {"PYGPU_BACKEND": name}
+    if hide:
+        env["CUDA_VISIBLE_DEVICES" if name == "cuda" else "HIP_VISIBLE_DEVICES"] = ""
+    out = json.loads(run_python(_GPU_PROBE, env=env).stdout.splitlines()[-1])
+    if "count" in out:
+        assert not hide, out
+        return
+    err, vendor = out["error"], {"cuda": "NVIDIA", "hip": "AMD"}[name]
+    assert err["name"] in err["str"] and f"({err['code']})" in err["str"], err
+    if _driver_state(name) == "none":
+        assert f"no {vendor} " in err["str"] and "driver found" in err["str"], err
+        assert "PYGPU_BACKEND=host" in err["str"], err
+    elif err["name"].endswith("InsufficientDriver"):
+        assert re.search(r"driver is too old for this runtime: the driver supports \w+ \d+\.\d+, "
+                         r"PyGPU was built with \w+ \d+\.\d+", err["str"]), err
+    else:
+        assert err["name"].endswith("NoDevice"), err
+        assert f"the {vendor} driver is there" in err["str"] and "sees no device" in err["str"], err
+        if hide:
+            assert "VISIBLE_DEVICES=\"\" is set" in err["str"], err
+
+
 def test_hidden_devices_fall_back_to_host(run_python):
     """With every device hidden, the choice is host and the warning says why,
     without initialising any driver."""
@@ -178,6 +223,47 @@ def test_hidden_devices_fall_back_to_host(run_python):
             assert f"{name}: " in line, line
     if "cuda" in pygpu.backends():
         assert "CUDA_VISIBLE_DEVICES hides every device" in line
+
+
+README = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+
+
+def _readme_line(prefix):
+    with open(README, encoding="utf-8") as f:
+        lines = [line.strip() for line in f if line.startswith(prefix)]
+    assert len(lines) == 1, f"README.md should show one line starting {prefix!r}: {lines}"
+    return lines[0]
+
+
+def _warning_shape(line):
+    """The warning with the machine's reasons and backends taken out."""
+    line = re.sub(r"no GPU found \(.*?\): ", "no GPU found (...): ", line)
+    return re.sub(r"PYGPU_BACKEND=[\w ]+? says", "PYGPU_BACKEND=... says", line)
+
+
+def test_backend_warning_is_one_line_that_says_how_to_choose(run_python):
+    """The fallback warning: one line, why and how to choose, as README shows
+    it; PYGPU_BACKEND=host and README's filter quiet it."""
+    r = run_python("import pygpu", env={"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": ""})
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pygpu:0: BackendWarning: no GPU found ("), r.stderr
+    assert "PYGPU_BACKEND=host chooses it without this warning" in lines[0]
+    assert _warning_shape(lines[0]) == _warning_shape(_readme_line("pygpu:0: BackendWarning:"))
+    quiet = run_python("import pygpu; assert pygpu.backend == 'host'",
+                       env={"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "", "PYGPU_BACKEND": "host"})
+    assert quiet.stderr == "", quiet.stderr
+    block = re.search(r"```python\n(import warnings\n.*?)```", open(README, encoding="utf-8").read(), re.S)
+    filtered = run_python(block.group(1), env={"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": ""})
+    assert filtered.stderr == "", filtered.stderr
+
+
+def test_readme_shows_the_no_driver_error_as_it_appears(run_python):
+    """Where the CUDA backend is built and no NVIDIA driver is installed (CI),
+    README's error line is what a forced CUDA backend really says."""
+    if "cuda" not in pygpu.backends() or _driver_state("cuda") != "none":
+        pytest.skip("needs the cuda backend built on a machine without an NVIDIA driver")
+    out = json.loads(run_python(_GPU_PROBE, env={"PYGPU_BACKEND": "cuda"}).stdout.splitlines()[-1])
+    assert "pygpu.GPUError: " + out["error"]["str"] == _readme_line("pygpu.GPUError: cudaGetDeviceCount")
 
 
 @pytest.mark.gpu_only

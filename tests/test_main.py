@@ -1,8 +1,13 @@
 """`python -m pygpu`, the main job: it runs, reports the backend and devices,
 passes its round trip, and prints the throughput table."""
+import importlib
 import re
 import subprocess
 import sys
+
+import pytest
+
+import pygpu
 
 
 def test_main_job(run_python):
@@ -13,15 +18,29 @@ def test_main_job(run_python):
     assert r.returncode == 0, r.stderr + out
     assert re.search(r"^backend: \w+ \(built: .*host", out, re.M)
     assert re.search(r"^devices: [1-9]", out, re.M)
+    # What the build did with each backend: pip shows it only with -v.
+    assert re.search(r"^build report \(.*\):$", out, re.M), out
+    for name in pygpu.backends():
+        assert re.search(rf"^  {name}: built", out, re.M), out
+    for name in {"cuda", "hip"} - set(pygpu.backends()):
+        assert re.search(rf"^  {name}: skipped: \S", out, re.M), out
     assert "round trip host -> device -> device -> host, 8 MiB: ok" in out
     rows = re.findall(r"^\s+\d+ MiB((?:\s+\d+\.\d)+)$", out, re.M)
     assert len(rows) == 3 and all(len(r.split()) == 4 for r in rows)
     assert all(float(x) > 0 for r in rows for x in r.split())
 
 
-def test_main_job_help():
-    r = subprocess.run([sys.executable, "-m", "pygpu", "--help"], capture_output=True, text=True)
-    assert r.returncode == 0 and "--no-bench" in r.stdout
+@pytest.mark.parametrize("module", ["pygpu", "pygpu.bench"])
+def test_help_is_whole(module):
+    """--help shows the module's whole docstring (it once stopped at the end
+    of its first line, mid-sentence), and every option it names exists."""
+    doc = importlib.import_module(module if module != "pygpu" else "pygpu.__main__").__doc__
+    r = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    missing = [line.strip() for line in doc.splitlines() if line.strip() and line.strip() not in r.stdout]
+    assert not missing, f"python -m {module} --help leaves out: {missing}"
+    options = set(re.findall(r"^\s+(--[\w-]+)", r.stdout.split("options:")[1], re.M))
+    assert set(re.findall(r"(--[a-z][\w-]*)", doc)) <= options
 
 
 def test_bench_ceiling_keeps_the_faster_of_two_measurements(monkeypatch):

@@ -1,11 +1,13 @@
 """Several devices: arrays know their device, copies between devices (peer to
 peer and staged through the host), streams and events on each device.
 
-Needs two devices.  On a GPU machine with one GPU it skips; on the host
-backend test_host_emulation at the bottom runs this whole module again in a
-fresh interpreter with PYGPU_HOST_DEVICES=2, once with peer access and once
-with the devices refusing it (PYGPU_HOST_PEER=0), so that both paths between
-devices run in CI.
+Needs two devices.  On a GPU machine with one GPU it skips.  On the host
+backend the suite has two devices (tests/conftest.py sets
+PYGPU_HOST_DEVICES=2), so the module runs in the test process, peer to peer;
+test_host_emulation at the bottom runs it again in a fresh interpreter with
+the devices refusing peer access (PYGPU_HOST_PEER=0), so that both paths
+between devices run in CI (and with peer access too where the process has
+fewer than two devices, PYGPU_HOST_DEVICES=1 set by hand).
 """
 import os
 import subprocess
@@ -376,9 +378,14 @@ def test_torch_and_cupy_tensors_on_device_1():
 
 # ---- the host backend runs this module with two emulated devices ------------------------
 
-@pytest.mark.skipif(pygpu.backend != "host" or NDEV >= 2, reason="the module runs directly here")
+@pytest.mark.skipif(pygpu.backend != "host", reason="PYGPU_HOST_DEVICES presents devices on the host backend only")
 @pytest.mark.parametrize("peer", ["1", "0"])
 def test_host_emulation(peer):
+    if NDEV >= 2 and os.environ.get("PYGPU_HOST_PEER", "1").strip() == peer:
+        pytest.skip("this process runs the module with two host devices, "
+                    + ("peer to peer" if peer == "1" else "peer access refused"))
+    if NDEV >= 2 and peer == "1":
+        pytest.skip("the process that started this one runs the module peer to peer")
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", os.path.abspath(__file__)],
         env=clean_env(PYGPU_BACKEND="host", PYGPU_HOST_DEVICES=2, PYGPU_HOST_PEER=peer),

@@ -27,11 +27,15 @@ def saxpy(lib, a, x, y, stream):
     if not (x.flags.c_contiguous and y.flags.c_contiguous):
         raise ValueError("saxpy takes contiguous arrays")
     status = lib.saxpy(a, x.ptr, y.ptr, x.size, stream.ptr)
-    if status:
-        raise RuntimeError(f"saxpy launch failed: cudaError {status}")
+    if status:                              # a cudaError_t: PyGPU names it
+        raise RuntimeError(f"saxpy launch failed: {pygpu.cudaGetErrorName(status)} ({status}): "
+                           f"{pygpu.cudaGetErrorString(status)}")
 
 
 def main():
+    if pygpu.backend != "cuda":             # the kernel runs on an NVIDIA GPU, through the CUDA backend
+        raise SystemExit(f"saxpy.py launches a CUDA kernel: it needs PyGPU's cuda backend, and this is "
+                         f"{pygpu.backend!r} (set PYGPU_BACKEND=cuda to see why the GPU cannot be used)")
     lib = load()
     n = (1 << 20) + 3                       # any n: the kernel's loop covers the tail
     x = pygpu.to_gpu(np.arange(n, dtype=np.float32))

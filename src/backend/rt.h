@@ -62,6 +62,11 @@ int pygpu_rt_is_not_ready(pygpu_status s);
 int pygpu_rt_is_sticky(pygpu_status s);
 extern const pygpu_status PYGPU_RT_INVALID_VALUE;   /* the vendor's "invalid value" */
 extern const pygpu_status PYGPU_RT_OUT_OF_MEMORY;   /* and its "out of memory" */
+/* What a status that means "no usable device" says about this machine:
+ * no driver at all, a driver too old for this runtime (both versions
+ * named), or a driver that sees no device.  Writes one sentence into buf
+ * (size n) and returns buf, or returns NULL for any other status. */
+const char *pygpu_rt_diagnose(pygpu_status s, char *buf, size_t n);
 /* Return and clear the runtime's last (non-sticky) error. */
 pygpu_status pygpu_rt_get_last_error(void);
 pygpu_status pygpu_rt_peek_last_error(void);

@@ -11,7 +11,8 @@
  * and PYGPU_HOST_MEMORY (bytes of "device memory", suffixes K/M/G/T; default
  * the machine's physical memory; allocations past it fail as out of memory)
  * and PYGPU_HOST_PEER (0: the devices refuse peer access to each other, so
- * that the staged path between devices runs; default 1).
+ * that the staged path between devices runs; default 1) and PYGPU_HOST_POOL
+ * (bytes the pool of freed large blocks may hold; see "memory" below).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "rt.h"
@@ -79,6 +80,12 @@ int pygpu_rt_is_out_of_memory(pygpu_status s) { return s == H_MEMORY_ALLOCATION;
 int pygpu_rt_is_not_ready(pygpu_status s) { return s == H_NOT_READY; }
 int pygpu_rt_is_sticky(pygpu_status s) { (void)s; return 0; }   /* no kernels here */
 
+const char *pygpu_rt_diagnose(pygpu_status s, char *buf, size_t n)
+{
+    (void)s, (void)buf, (void)n;
+    return NULL;                    /* the host backend always has its devices */
+}
+
 /* The last error, per thread, as the runtimes keep it. */
 static _Thread_local pygpu_status last_error;
 
@@ -104,6 +111,7 @@ static int n_devices = 1;
 static int peer_ok = 1;
 static size_t memory_limit;             /* 0: the physical memory */
 static atomic_size_t memory_in_use;
+static size_t pool_limit;               /* bytes the pool of freed blocks may hold */
 
 static size_t parse_bytes(const char *s)
 {
@@ -122,6 +130,8 @@ static size_t parse_bytes(const char *s)
     return (size_t)v;
 }
 
+static void read_pool_config(void);
+
 static void read_config(void)
 {
     const char *s = getenv("PYGPU_HOST_DEVICES");
@@ -135,15 +145,17 @@ static void read_config(void)
     s = getenv("PYGPU_HOST_PEER");
     if (s)
         peer_ok = atoi(s) != 0;
+    read_pool_config();
 }
 
-static void config(void) { pthread_once(&config_once, read_config); }
 
 static size_t physical_memory(void)
 {
     long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
     return pages > 0 && size > 0 ? (size_t)pages * (size_t)size : 0;
 }
+
+static void config(void) { pthread_once(&config_once, read_config); }
 
 static size_t total_memory(void)
 {
@@ -211,17 +223,134 @@ pygpu_status pygpu_rt_mem_get_info(size_t *free_bytes, size_t *total_bytes)
 
 /* ---- memory ----------------------------------------------------------- */
 
-/* Each block carries its size in a header, so that free can account for it;
- * the header keeps the 256-byte alignment that the GPU runtimes give. */
+/* Each block carries a header: the bytes asked for (what memory_in_use
+ * counts), whether they are counted, and the bytes the block holds; the
+ * header keeps the 256-byte alignment that the GPU runtimes give. */
 #define HEADER 256
+
+/* The pool: freed device blocks of POOL_MIN bytes or more, kept for the
+ * next allocation of about their size, as the GPU runtimes' stream-ordered
+ * pools keep theirs.  glibc reuses smaller blocks from its heaps by itself;
+ * larger ones (past its mmap threshold, 128 KiB rising to 32 MiB) it maps
+ * at every malloc and unmaps at every free, so that each to_gpu() of
+ * 64 MiB took fresh pages and paid their faults (2.6 GB/s, against 23 for
+ * set() into an existing array).  Raising M_MMAP_THRESHOLD with mallopt
+ * would do it too, but for the whole process (NumPy's and Python's
+ * allocations as well), and freed heap memory goes back to the system only
+ * from the heap's top; a short list of our own blocks is bounded, ours
+ * alone, and trimmed on demand.  Bounds: POOL_SLOTS blocks and pool_limit
+ * bytes (PYGPU_HOST_POOL, default 1 GiB but at most a quarter of the
+ * "device memory"; 0 turns the pool off), and live plus pooled memory stays
+ * within PYGPU_HOST_MEMORY.  Pooled bytes count as free in mem_get_info(),
+ * since the next allocation takes them; trim_memory_pool() frees them. */
+#define POOL_MIN ((size_t)1 << 20)
+#define POOL_GRAIN ((size_t)64 << 10)
+#define POOL_SLOTS 32
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { void *base; size_t cap; } pool[POOL_SLOTS];    /* oldest first */
+static int pool_n;
+static size_t pool_bytes;
+
+static void pool_fork_prepare(void) { pthread_mutex_lock(&pool_lock); }
+static void pool_fork_parent(void) { pthread_mutex_unlock(&pool_lock); }
+static void pool_fork_child(void) { pthread_mutex_init(&pool_lock, NULL); }
+
+/* Configured once: the pool's byte bound. */
+static void read_pool_config(void)
+{
+    const char *s = getenv("PYGPU_HOST_POOL");
+    size_t quarter = (memory_limit ? memory_limit : physical_memory()) / 4;
+    pool_limit = s ? parse_bytes(s) : (size_t)1 << 30;
+    if (pool_limit > quarter)
+        pool_limit = quarter;
+    pthread_atfork(pool_fork_prepare, pool_fork_parent, pool_fork_child);
+}
+
+/* The pooled block that best fits n bytes (at most n/8 more), taken out of
+ * the pool; NULL if none fits.  *cap gets its size. */
+static void *pool_take(size_t n, size_t *cap)
+{
+    void *base = NULL;
+    int best = -1;
+    pthread_mutex_lock(&pool_lock);
+    for (int i = 0; i < pool_n; i++)
+        if (pool[i].cap >= n && pool[i].cap - n <= n / 8 && (best < 0 || pool[i].cap < pool[best].cap))
+            best = i;
+    if (best >= 0) {
+        base = pool[best].base;
+        *cap = pool[best].cap;
+        pool_bytes -= *cap;
+        memmove(&pool[best], &pool[best + 1], (size_t)(pool_n - best - 1) * sizeof pool[0]);
+        pool_n--;
+    }
+    pthread_mutex_unlock(&pool_lock);
+    return base;
+}
+
+/* Take the oldest blocks out until the pool holds at most `keep` bytes and
+ * has a free slot if `slot`; they go to out[] (POOL_SLOTS long), to be freed
+ * outside the lock.  Returns how many.  Call with the lock held. */
+static int pool_evict_locked(size_t keep, int slot, void **out)
+{
+    int k = 0;
+    while (pool_n > 0 && (pool_bytes > keep || (slot && pool_n == POOL_SLOTS))) {
+        out[k++] = pool[0].base;
+        pool_bytes -= pool[0].cap;
+        memmove(&pool[0], &pool[1], (size_t)(pool_n - 1) * sizeof pool[0]);
+        pool_n--;
+    }
+    return k;
+}
+
+static void free_all(void **bases, int k)
+{
+    for (int i = 0; i < k; i++)
+        free(bases[i]);
+}
+
+/* Shrink the pool to at most keep_bytes, freeing the oldest blocks. */
+static void pool_trim(size_t keep_bytes)
+{
+    void *out[POOL_SLOTS];
+    pthread_mutex_lock(&pool_lock);
+    int k = pool_evict_locked(keep_bytes, 0, out);
+    pthread_mutex_unlock(&pool_lock);
+    free_all(out, k);
+}
+
+/* Keep a freed block of `cap` bytes for reuse: 1 if kept, 0 if the caller
+ * must free it (past the pool's bounds). */
+static int pool_give(void *base, size_t cap)
+{
+    void *out[POOL_SLOTS];
+    int kept = 0, k = 0;
+    size_t total = total_memory(), live = atomic_load(&memory_in_use);
+    size_t room = pool_limit;
+    if (total - live < room)        /* live <= total: allocations are checked against it */
+        room = total - live;
+    pthread_mutex_lock(&pool_lock);
+    if (cap <= room) {
+        k = pool_evict_locked(room - cap, 1, out);
+        pool[pool_n].base = base;
+        pool[pool_n].cap = cap;
+        pool_n++;
+        pool_bytes += cap;
+        kept = 1;
+    }
+    pthread_mutex_unlock(&pool_lock);
+    free_all(out, k);
+    return kept;
+}
 
 static pygpu_status block_alloc(void **p, size_t n, int counted)
 {
     void *base = NULL;
+    size_t cap = n;
     *p = NULL;
     if (n == 0)
         return H_SUCCESS;
-    if (n > SIZE_MAX - HEADER)
+    if (n > SIZE_MAX - HEADER - POOL_GRAIN)
         return fail(H_MEMORY_ALLOCATION);
     if (counted) {
         size_t limit = total_memory();
@@ -230,14 +359,24 @@ static pygpu_status block_alloc(void **p, size_t n, int counted)
             atomic_fetch_sub(&memory_in_use, n);
             return fail(H_MEMORY_ALLOCATION);
         }
+        if (n >= POOL_MIN && pool_limit) {
+            cap = (n + POOL_GRAIN - 1) / POOL_GRAIN * POOL_GRAIN;
+            base = pool_take(n, &cap);
+            if (!base)
+                pool_trim(limit - (used + n));      /* live and pooled within the limit */
+        }
     }
-    if (posix_memalign(&base, HEADER, HEADER + n) != 0) {
-        if (counted)
-            atomic_fetch_sub(&memory_in_use, n);
-        return fail(H_MEMORY_ALLOCATION);
+    if (!base && posix_memalign(&base, HEADER, HEADER + cap) != 0) {
+        pool_trim(0);               /* the system is short: give the pool back, try once more */
+        if (posix_memalign(&base, HEADER, HEADER + cap) != 0) {
+            if (counted)
+                atomic_fetch_sub(&memory_in_use, n);
+            return fail(H_MEMORY_ALLOCATION);
+        }
     }
     ((size_t *)base)[0] = n;
     ((size_t *)base)[1] = (size_t)counted;
+    ((size_t *)base)[2] = cap;
     *p = (char *)base + HEADER;
     return H_SUCCESS;
 }
@@ -247,19 +386,22 @@ static pygpu_status block_free(void *p)
     if (!p)
         return H_SUCCESS;
     size_t *base = (size_t *)((char *)p - HEADER);
-    if (base[1])
+    int counted = base[1] != 0;
+    if (counted)
         atomic_fetch_sub(&memory_in_use, base[0]);
-    free(base);
+    if (!(counted && base[0] >= POOL_MIN && pool_give(base, base[2])))
+        free(base);
     return H_SUCCESS;
 }
 
-pygpu_status pygpu_rt_malloc(void **p, size_t n) { return block_alloc(p, n, 1); }
+pygpu_status pygpu_rt_malloc(void **p, size_t n) { config(); return block_alloc(p, n, 1); }
 pygpu_status pygpu_rt_free(void *p) { return block_free(p); }
 
 pygpu_status pygpu_rt_malloc_async(void **p, size_t n, pygpu_stream_t s, int *pooled)
 {
     (void)s;
     *pooled = 1;
+    config();
     return block_alloc(p, n, 1);
 }
 
@@ -273,9 +415,11 @@ int pygpu_rt_alloc_is_cheap(void) { return 1; }
 
 pygpu_status pygpu_rt_mempool_trim(int dev, size_t keep_bytes)
 {
-    (void)keep_bytes;
     config();
-    return dev < 0 || dev >= n_devices ? fail(H_INVALID_DEVICE) : H_SUCCESS;
+    if (dev < 0 || dev >= n_devices)
+        return fail(H_INVALID_DEVICE);
+    pool_trim(keep_bytes);          /* one pool for all the host devices */
+    return H_SUCCESS;
 }
 
 pygpu_status pygpu_rt_host_alloc(void **p, size_t n) { return block_alloc(p, n, 0); }
