@@ -54,7 +54,7 @@ static int reachable(long t)
 #endif
 }
 
-int pygpu_dl_reach(long t) { return reachable(t) ? 1 : is_host_type(t) ? 2 : 0; }
+int pygpu_dl_reach(long t) { return (reachable(t) ? 1 : 0) | (is_host_type(t) ? 2 : 0); }
 
 static const char *device_name(long t)
 {

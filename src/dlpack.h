@@ -46,8 +46,9 @@ int pygpu_dl_check(const DLTensor *t, pygpu_dl_layout *out, char *why, size_t n)
 /* ---- what dlpack.c offers the exchange API (dlpack_exchange.c) -------- */
 
 #ifdef PYGPU_INTERNAL_H
-/* 1 if this backend's arrays view memory of device type `t` in place, 2 if
- * it is host memory they can only copy, 0 if they cannot reach it. */
+/* What this backend's arrays make of memory of device type `t`: bit 1,
+ * they view it in place; bit 2, it is host memory (which they can copy);
+ * 0, they cannot reach it. */
 int pygpu_dl_reach(long t);
 /* A versioned managed tensor viewing `a` (flagged read-only if it is),
  * keeping `a` alive until its deleter runs (from any thread, GIL or not);

@@ -257,7 +257,7 @@ PyObject *pygpu_exchange_import(pygpu_state *st, PyObject *x, const void *table,
             *fallback = 1;
             return NULL;
         }
-        if (reach == 2 && copy_host && copy < 0)
+        if ((reach & 2) && copy_host && copy < 0)
             copy = 1;
         if (reach == 1 && !PYGPU_DL_HOST_BACKEND &&
             order_after_producer(st, api, type, m->dl_tensor.device.device_id) < 0) {
