@@ -1132,6 +1132,8 @@ static PyObject *as_array(pygpu_state *st, PyObject *obj, PyObject *dtype)
     return upload(st, obj, -1, dtype);
 }
 
+PyObject *pygpu_asarray(pygpu_state *st, PyObject *obj) { return as_array(st, obj, NULL); }
+
 static PyObject *mod_asarray(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     static const char *const names[] = {"obj", "dtype"};

@@ -169,6 +169,8 @@ static DLPackExchangeAPI exchange_api = {
     .current_work_stream = x_current_work_stream,
 };
 
+const void *pygpu_exchange_table(void) { return &exchange_api; }
+
 /* ---- consumer ----------------------------------------------------------------- */
 
 /* The 1.x table behind capsule `cap`, or NULL (no exception) if it is not

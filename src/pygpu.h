@@ -408,6 +408,8 @@ PyObject *pygpu_cai_import(pygpu_state *st, PyObject *obj, PyObject *iface);
 /* GPUArray.__dlpack__ (METH_FASTCALL | METH_KEYWORDS) and __dlpack_device__. */
 PyObject *pygpu_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 PyObject *pygpu_array_dlpack_device(PyObject *self, PyObject *unused);
+/* pygpu.asarray(obj) without a dtype; new reference. */
+PyObject *pygpu_asarray(pygpu_state *st, PyObject *obj);
 /* Module functions from_dlpack and asarray, and the cached values. */
 int pygpu_interop_init(PyObject *m, pygpu_state *st);
 /* A cached object of the interop tuple (an index from dlpack.c); borrowed. */
@@ -427,6 +429,8 @@ const void *pygpu_exchange_api_of(pygpu_state *st, PyTypeObject *tp);
  * reference. */
 PyObject *pygpu_exchange_import(pygpu_state *st, PyObject *x, const void *api, int target, int copy, int copy_host,
                                 int *fallback);
+/* GPUArray's table (a const DLPackExchangeAPI *), for the C API. */
+const void *pygpu_exchange_table(void);
 /* Publish GPUArray's table on its type, add the module's timing helper. */
 int pygpu_exchange_init(PyObject *m, pygpu_state *st);
 
