@@ -112,3 +112,36 @@ def test_export_cupy(benchmark):
 def test_export_torch(benchmark):
     torch = peer("torch")
     benchmark(_export, torch.zeros((64, 64), dtype=torch.float32, device="cuda"))
+
+
+# ---- issue 22: the hand-off table, and the DLPack C exchange timed in C ----------------------
+# `python -m pygpu.bench --handoff` prints the same rows in one table.
+
+from pygpu.bench import c_exchange_cases, handoff_cases  # noqa: E402
+
+HANDOFFS = sorted(handoff_cases(()).keys() | {
+    "pygpu.from_dlpack(torch tensor)", "pygpu.asarray(torch tensor)", "torch.from_dlpack(pygpu array)",
+    "torch.as_tensor(pygpu array, device='cuda')", "cupy.from_dlpack(torch tensor)", "cupy.asarray(torch tensor)",
+    "torch.from_dlpack(cupy array)", "torch.as_tensor(cupy array, device='cuda')"})
+
+
+@pytest.mark.benchmark(group="hand-off")
+@pytest.mark.parametrize("name", HANDOFFS)
+def test_handoff(benchmark, name):
+    cases = handoff_cases(("cupy", "torch"))
+    if name not in cases:
+        pytest.skip(f"{name}: a peer does not import here, or no CUDA")
+    benchmark(cases[name])
+
+
+@pytest.mark.parametrize("name", ["pygpu managed", "pygpu view", "torch managed"])
+def test_c_exchange(benchmark, name):
+    """ns per exchange measured in C (target: <= 100 ns for ours), in
+    extra_info; the benchmark itself times a batch of 10,000."""
+    who, what = name.split()
+    cases = {n: v for n, v in c_exchange_cases(("torch",)).items() if who in n and what in n}
+    if not cases:
+        pytest.skip("torch has no __dlpack_c_exchange_api__ here")
+    x, kind = next(iter(cases.values()))
+    benchmark.extra_info["ns_per_exchange"] = min(pygpu._exchange_timing(x, 1_000_000, kind) for _ in range(3))
+    benchmark(pygpu._exchange_timing, x, 10_000, kind)

@@ -96,6 +96,7 @@ def _choose():
 backend_module = _choose()
 backend = backend_module.backend
 _C_API = backend_module._C_API  # the C API capsule, see include/pygpu/pygpu_api.h
+_exchange_timing = backend_module._exchange_timing  # ns per DLPack C exchange, timed in C (the bench's)
 
 _exported = [n for n in vars(backend_module) if not n.startswith("_")
              and n not in ("backend", "GPUError", "GPUMemoryError")]

@@ -307,6 +307,8 @@ class Stream:
     per_thread: ClassVar[Stream]
     """The per-thread default stream (handle 2)."""
     def __init__(self, non_blocking: bool = False, priority: int = 0) -> None: ...
+    def __cuda_stream__(self) -> tuple[int, int]:
+        """(0, handle): the CUDA stream protocol."""
     @property
     def ptr(self) -> int: ...
     @property
@@ -548,6 +550,8 @@ class GPUArray:
         copy: bool | None = None,
     ) -> Any: ...
     def __dlpack_device__(self) -> tuple[int, int]: ...
+    __dlpack_c_exchange_api__: ClassVar[object]
+    """The DLPack 1.3 C exchange table: a capsule named "dlpack_exchange_api"."""
 
 # ---- GPUArray constructors --------------------------------------------------------
 

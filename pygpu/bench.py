@@ -6,6 +6,7 @@ pinned cudaMemcpy ceiling, measured in one run.
     python -m pygpu.bench --plot bench.png     also draw GB/s against size
     python -m pygpu.bench --devices            copies between devices 0 and 1
     python -m pygpu.bench --copies             only the copies on the device
+    python -m pygpu.bench --handoff            only the hand-offs between libraries
 
 After the transfers comes the device-copy section: layout copies, a cast
 and a fill of a 64 MiB array on the device, beside CuPy and PyTorch and the
@@ -14,6 +15,13 @@ pytest-benchmark runs in benchmarks/test_transfers.py and
 benchmarks/test_device_copies.py.  Each transfer case is a function of no
 arguments doing one whole transfer (returning when the data is there);
 GB/s counts the bytes the array holds.
+
+The hand-off section (--handoff, and benchmarks/test_interop.py) times
+what giving an array to another library costs, per call: from_dlpack and
+asarray of a torch tensor, torch.from_dlpack and torch.as_tensor of ours,
+reading __cuda_array_interface__, __dlpack__(), beside CuPy's; and the
+DLPack C exchange (a managed tensor out and its deleter; a DLTensor view)
+timed in C by pygpu._exchange_timing, for our arrays and torch's.
 """
 import argparse
 import ctypes
@@ -560,6 +568,91 @@ def devices_table(results, sizes):
     return "\n".join(lines)
 
 
+def handoff_cases(peers=("cupy", "torch")):
+    """{name: function of no arguments doing one hand-off} for the peers
+    that import (torch with CUDA for the rows with a tensor)."""
+    cases = {}
+    ours = pygpu.to_gpu(np.zeros((64, 64), np.float32))
+    cuda = pygpu.backend == "cuda"
+    cases["pygpu: __dlpack__()"] = ours.__dlpack__
+    if cuda:
+        cases["pygpu: __cuda_array_interface__ read"] = lambda: ours.__cuda_array_interface__
+    torch = _import("torch") if "torch" in peers else None
+    if torch is not None and cuda and torch.cuda.is_available():
+        t = torch.zeros((64, 64), dtype=torch.float32, device="cuda")
+        cases["pygpu.from_dlpack(torch tensor)"] = lambda: pygpu.from_dlpack(t)
+        cases["pygpu.asarray(torch tensor)"] = lambda: pygpu.asarray(t)
+        cases["torch.from_dlpack(pygpu array)"] = lambda: torch.from_dlpack(ours)
+        cases["torch.as_tensor(pygpu array, device='cuda')"] = lambda: torch.as_tensor(ours, device="cuda")
+        cp = _import("cupy") if "cupy" in peers else None
+        if cp is not None:
+            c = cp.zeros((64, 64), np.float32)
+            cases["cupy.from_dlpack(torch tensor)"] = lambda: cp.from_dlpack(t)
+            cases["cupy.asarray(torch tensor)"] = lambda: cp.asarray(t)
+            cases["torch.from_dlpack(cupy array)"] = lambda: torch.from_dlpack(c)
+            cases["torch.as_tensor(cupy array, device='cuda')"] = lambda: torch.as_tensor(c, device="cuda")
+            cases["cupy: __cuda_array_interface__ read"] = lambda: c.__cuda_array_interface__
+            cases["cupy: __dlpack__()"] = c.__dlpack__
+    return cases
+
+
+def c_exchange_cases(peers=("torch",)):
+    """{name: (array, what)} for pygpu._exchange_timing: the C exchange of
+    our arrays, and of torch's where its tensors carry the table."""
+    ours = pygpu.to_gpu(np.zeros((64, 64), np.float32))
+    cases = {"C exchange: pygpu managed tensor + deleter": (ours, "managed"),
+             "C exchange: pygpu DLTensor view": (ours, "view"),
+             "C exchange: pygpu view + current_work_stream": (ours, "stream")}
+    torch = _import("torch") if "torch" in peers else None
+    if torch is not None and hasattr(torch.Tensor, "__dlpack_c_exchange_api__"):
+        dev = "cuda" if pygpu.backend == "cuda" and torch.cuda.is_available() else "cpu"
+        t = torch.zeros((64, 64), dtype=torch.float32, device=dev)
+        cases[f"C exchange: torch ({dev}) managed tensor + deleter"] = (t, "managed")
+        cases[f"C exchange: torch ({dev}) DLTensor view"] = (t, "view")
+    return cases
+
+
+def _import(name):
+    try:
+        return importlib.import_module(name)
+    except Exception:       # (a peer that does not import is left out)
+        return None
+
+
+def time_call(fn, budget=0.5):
+    """Median seconds per call of fn() (host-side cost: nothing is queued)."""
+    fn()
+    times, start = [], time.perf_counter()
+    while len(times) < 5 or (time.perf_counter() - start < budget and len(times) < 200):
+        t0 = time.perf_counter()
+        for _ in range(100):
+            fn()
+        times.append((time.perf_counter() - t0) / 100)
+    return statistics.median(times)
+
+
+def measure_handoff(peers=("cupy", "torch"), progress=None, budget=0.5):
+    """[(name, ns per call)]: the Python-level hand-offs timed here, the C
+    exchanges timed in C (one million calls each)."""
+    rows = []
+    for name, fn in handoff_cases(peers).items():
+        if progress:
+            progress(name)
+        rows.append((name, time_call(fn, budget) * 1e9))
+    for name, (x, what) in c_exchange_cases(peers).items():
+        if progress:
+            progress(name)
+        rows.append((name, min(pygpu._exchange_timing(x, 1_000_000, what) for _ in range(3))))
+    return rows
+
+
+def handoff_table(rows):
+    width = max(len(n) for n, _ in rows)
+    lines = [f"hand-offs ({pygpu.backend} backend), per call", f"{'':{width}}  {'ns':>9}"]
+    lines += [f"{n:{width}}  {v:9.1f}" for n, v in rows]
+    return "\n".join(lines)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m pygpu.bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -571,6 +664,8 @@ def main(argv=None):
     ap.add_argument("--copies", action="store_true",
                     help="only the copies on the device (layouts, casts, fills; after the transfers otherwise)")
     ap.add_argument("--no-copies", action="store_true", help="only the transfers")
+    ap.add_argument("--handoff", action="store_true",
+                    help="only the hand-offs between libraries (DLPack, CAI, the C exchange API)")
     args = ap.parse_args(argv)
     tty = sys.stderr.isatty()
 
@@ -578,6 +673,12 @@ def main(argv=None):
         sys.stderr.write(("\r\033[K" if tty else "") + f"measuring {msg} ..." + ("" if tty else "\n"))
         sys.stderr.flush()
 
+    if args.handoff:
+        rows = measure_handoff(args.peers, progress, args.budget)
+        if tty:
+            sys.stderr.write("\r\033[K")
+        print(handoff_table(rows))
+        return 0
     if args.devices:
         if pygpu.device_count() < 2:
             print("--devices needs two devices", file=sys.stderr)

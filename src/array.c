@@ -27,7 +27,7 @@ PyObject *pygpu_array_wrap(pygpu_state *st, PyTypeObject *tp, PyArray_Descr *des
         Py_DECREF(descr);
         return PyErr_Format(PyExc_ValueError, "too many dimensions: %d (at most %d)", nd, PYGPU_MAXDIMS);
     }
-    PyGPUArray *a = (PyGPUArray *)tp->tp_alloc(tp, 2 * nd);
+    PyGPUArray *a = (PyGPUArray *)tp->tp_alloc(tp, 3 * nd);   /* shape, strides, DLPack's strides */
     if (!a) {
         Py_DECREF(descr);
         return NULL;

@@ -42,6 +42,17 @@ static PyObject *capi_from_pointer(void *data, int nd, const Py_ssize_t *shape, 
     return pygpu_array_wrap(capi_state, capi_state->Array, d, nd, shape, strides, data, owner, owner, dev, 1);
 }
 
+static PyObject *capi_as_array(PyObject *obj) { return pygpu_asarray(capi_state, obj); }
+
+static int capi_stream_handle(PyObject *stream, void **out)
+{
+    pygpu_stream_t h;
+    if (pygpu_stream_arg(capi_state, stream, &h) < 0)
+        return -1;
+    *out = (void *)h;
+    return 0;
+}
+
 static PyGPU_CAPI capi_table = {
     .version = PYGPU_API_VERSION,
     .Data = capi_data,
@@ -53,12 +64,15 @@ static PyGPU_CAPI capi_table = {
     .Empty = capi_empty,
     .FromPointer = capi_from_pointer,
     .Backend = capi_backend,
+    .AsArray = capi_as_array,
+    .StreamHandle = capi_stream_handle,
 };
 
 int pygpu_capi_init(PyObject *m, pygpu_state *st)
 {
     capi_state = st;
     capi_table.GPUArray_Type = st->Array;
+    capi_table.Exchange = pygpu_exchange_table();
     PyObject *capsule = PyCapsule_New(&capi_table, PYGPU_API_CAPSULE, NULL);
     if (!capsule)
         return -1;

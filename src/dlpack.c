@@ -26,17 +26,8 @@
 
 _Static_assert(sizeof(int64_t) == sizeof(ptrdiff_t), "DLPack's int64 dims and ptrdiff_t differ");
 
-#if defined(PYGPU_BACKEND_CUDA)
-#  define OWN_TYPE kDLCUDA
-#elif defined(PYGPU_BACKEND_HIP)
-#  define OWN_TYPE kDLROCM
-#else
-#  define OWN_TYPE kDLCPU
-#  define HOST_BACKEND 1
-#endif
-#ifndef HOST_BACKEND
-#  define HOST_BACKEND 0
-#endif
+#define OWN_TYPE PYGPU_DL_OWN_TYPE
+#define HOST_BACKEND PYGPU_DL_HOST_BACKEND
 
 #if PY_VERSION_HEX >= 0x030D0000
 #  define FINALIZING() Py_IsFinalizing()
@@ -62,6 +53,8 @@ static int reachable(long t)
     return is_host_type(t);
 #endif
 }
+
+int pygpu_dl_reach(long t) { return (reachable(t) ? 1 : 0) | (is_host_type(t) ? 2 : 0); }
 
 static const char *device_name(long t)
 {
@@ -285,29 +278,45 @@ static int dl_dtype(PyArray_Descr *d, DLDataType *out)
     return 0;
 }
 
-/* A capsule for the elements at `data` (layout in bytes), kept alive by a
- * new reference to `owner`; new reference. */
-static PyObject *make_capsule(PyObject *owner, char *data, int nd, const ptrdiff_t *shape, const ptrdiff_t *strides,
-                              PyArray_Descr *descr, DLDevice dev, int versioned, uint32_t minor, uint64_t flags)
+/* DLPack's strides (elements) of a layout in bytes, into out[0..nd): a
+ * short axis gets the dense value (any stride will do there); 0, or -1
+ * with BufferError for a stride that is not a multiple of the itemsize. */
+static int element_strides(int nd, const ptrdiff_t *shape, const ptrdiff_t *strides, ptrdiff_t itemsize,
+                           int64_t *out)
 {
-    DLDataType dt;
-    ptrdiff_t itemsize = (ptrdiff_t)PyDataType_ELSIZE(descr), dense = 1;
-    if (dl_dtype(descr, &dt) < 0)
-        return NULL;
-    for (int i = 0; i < nd; i++) {
-        if (shape[i] > 1 && strides[i] % itemsize != 0)
-            return PyErr_Format(PyExc_BufferError, "stride %zd on axis %d is not a multiple of the itemsize "
-                                "(%zd): DLPack counts strides in elements", strides[i], i, itemsize);
-    }
-    export_block *b = malloc(sizeof *b + 2 * (size_t)nd * sizeof(int64_t));
-    if (!b)
-        return PyErr_NoMemory();
-    int64_t *sh = b->dims, *sd = b->dims + nd;
+    ptrdiff_t dense = 1;
     for (int i = nd - 1; i >= 0; i--) {
-        sh[i] = shape[i];
-        sd[i] = shape[i] > 1 ? strides[i] / itemsize : dense;   /* (any stride will do on a short axis) */
+        if (shape[i] > 1 && strides[i] % itemsize != 0) {
+            PyErr_Format(PyExc_BufferError, "stride %zd on axis %d is not a multiple of the itemsize (%zd): "
+                         "DLPack counts strides in elements", strides[i], i, itemsize);
+            return -1;
+        }
+        out[i] = shape[i] > 1 ? strides[i] / itemsize : dense;
         dense *= shape[i] > 1 ? shape[i] : 1;
     }
+    return 0;
+}
+
+/* A managed tensor (legacy or versioned) for the elements at `data`
+ * (layout in bytes), kept alive by a new reference to `owner`, in one
+ * malloc'd block; NULL with an exception set. */
+static export_block *export_new(PyObject *owner, char *data, int nd, const ptrdiff_t *shape,
+                                const ptrdiff_t *strides, PyArray_Descr *descr, DLDevice dev, int versioned,
+                                uint32_t minor, uint64_t flags)
+{
+    DLDataType dt;
+    if (dl_dtype(descr, &dt) < 0)
+        return NULL;
+    export_block *b = malloc(sizeof *b + 2 * (size_t)nd * sizeof(int64_t));
+    if (!b)
+        return (export_block *)PyErr_NoMemory();
+    int64_t *sh = b->dims, *sd = b->dims + nd;
+    if (element_strides(nd, shape, strides, (ptrdiff_t)PyDataType_ELSIZE(descr), sd) < 0) {
+        free(b);
+        return NULL;
+    }
+    if (nd > 0)
+        memcpy(sh, shape, (size_t)nd * sizeof(int64_t));
     DLTensor *t = versioned ? &b->m.versioned.dl_tensor : &b->m.legacy.dl_tensor;
     t->data = data;
     t->device = dev;
@@ -326,6 +335,17 @@ static PyObject *make_capsule(PyObject *owner, char *data, int nd, const ptrdiff
         b->m.legacy.manager_ctx = Py_NewRef(owner);
         b->m.legacy.deleter = legacy_deleter;
     }
+    return b;
+}
+
+/* A capsule for the elements at `data` (layout in bytes), kept alive by a
+ * new reference to `owner`; new reference. */
+static PyObject *make_capsule(PyObject *owner, char *data, int nd, const ptrdiff_t *shape, const ptrdiff_t *strides,
+                              PyArray_Descr *descr, DLDevice dev, int versioned, uint32_t minor, uint64_t flags)
+{
+    export_block *b = export_new(owner, data, nd, shape, strides, descr, dev, versioned, minor, flags);
+    if (!b)
+        return NULL;
     PyObject *cap = PyCapsule_New(b, versioned ? PYGPU_DLPACK_VERSIONED_CAPSULE : PYGPU_DLPACK_CAPSULE,
                                   export_destructor);
     if (!cap) {
@@ -335,6 +355,28 @@ static PyObject *make_capsule(PyObject *owner, char *data, int nd, const ptrdiff
             legacy_deleter(&b->m.legacy);
     }
     return cap;
+}
+
+DLManagedTensorVersioned *pygpu_dl_export(PyGPUArray *a)
+{
+    uint64_t flags = (a->flags & PYGPU_WRITEABLE) ? 0 : DLPACK_FLAG_BITMASK_READ_ONLY;
+    export_block *b = export_new((PyObject *)a, a->data, a->nd, GA_SHAPE(a), GA_STRIDES(a), a->descr,
+                                 own_device(a), 1, PYGPU_DLPACK_MINOR, flags);
+    return b ? &b->m.versioned : NULL;
+}
+
+int pygpu_dl_view(PyGPUArray *a, DLTensor *out)
+{
+    if (dl_dtype(a->descr, &out->dtype) < 0 ||
+        element_strides(a->nd, GA_SHAPE(a), GA_STRIDES(a), GA_ITEMSIZE(a), GA_DLSTRIDES(a)) < 0)
+        return -1;
+    out->data = a->data;
+    out->device = own_device(a);
+    out->ndim = a->nd;
+    out->shape = (int64_t *)GA_SHAPE(a);
+    out->strides = (int64_t *)GA_DLSTRIDES(a);
+    out->byte_offset = 0;
+    return 0;
 }
 
 /* ---- export: __dlpack__ and __dlpack_device__ --------------------------------- */
@@ -646,6 +688,44 @@ static int take_capsule(pygpu_state *st, PyObject *cap, int copy, dl_layout *l, 
     return 0;
 }
 
+void pygpu_dl_release(DLManagedTensorVersioned *m)
+{
+    if (!m->deleter)
+        return;
+    PyObject *t, *v, *tb;
+    PyErr_Fetch(&t, &v, &tb);
+    m->deleter(m);
+    PyErr_Clear();
+    PyErr_Restore(t, v, tb);
+}
+
+static PyObject *array_of(pygpu_state *st, dl_layout *l, PyObject *owner, int copy, int target);
+
+PyObject *pygpu_dl_adopt(pygpu_state *st, DLManagedTensorVersioned *m, int copy, int target)
+{
+    dl_layout l;
+    if (m->version.major != PYGPU_DLPACK_MAJOR) {
+        PyErr_Format(PyExc_BufferError, "DLPack %u.%u tensor: PyGPU reads DLPack %d.x", (unsigned)m->version.major,
+                     (unsigned)m->version.minor, PYGPU_DLPACK_MAJOR);
+        pygpu_dl_release(m);
+        return NULL;
+    }
+    if (read_tensor(st, &m->dl_tensor, m->flags, copy, &l) < 0) {
+        pygpu_dl_release(m);
+        return NULL;
+    }
+    PyObject *owner = PyCapsule_New(m, OWNER_NAME, owner_destructor), *r = NULL;
+    if (!owner || PyCapsule_SetContext(owner, (void *)&tag_versioned) < 0) {
+        Py_XDECREF(owner);          /* (no context yet: it does not call the deleter) */
+        Py_DECREF(l.descr);
+        pygpu_dl_release(m);
+        return NULL;
+    }
+    r = array_of(st, &l, owner, copy, target);
+    Py_DECREF(owner);
+    return r;
+}
+
 /* ---- import: arrays ------------------------------------------------------------ */
 
 /* `arr` (a GPUArray; stolen) made safe to use on the current stream. */
@@ -905,6 +985,12 @@ static PyObject *from_dlpack(pygpu_state *st, PyObject *x, int target, int copy,
     if (PyCapsule_CheckExact(x)) {
         cap = Py_NewRef(x);
     } else {
+        const void *api = pygpu_exchange_api_of(st, Py_TYPE(x));
+        int fallback = 0;
+        if (api && ((r = pygpu_exchange_import(st, x, api, target, copy, 0, &fallback)) || !fallback))
+            return r;
+        if (!api && PyErr_Occurred())
+            return NULL;
         if (!dev && query_device(st, x, d) < 0)
             return NULL;
         if (!(cap = request_capsule(st, x, dev ? dev : d, target, copy)))
@@ -1002,6 +1088,15 @@ static PyObject *as_array(pygpu_state *st, PyObject *obj, PyObject *dtype)
         return Py_NewRef(obj);
     if (PyArray_Check(obj))
         return upload(st, obj, -1, dtype);
+    const void *api = pygpu_exchange_api_of(st, Py_TYPE(obj));
+    if (api) {      /* host data is copied here as all host data is (on every backend) */
+        int fallback = 0;
+        PyObject *r = pygpu_exchange_import(st, obj, api, -1, -1, 1, &fallback);
+        if (r || !fallback)
+            return r;
+    } else if (PyErr_Occurred()) {
+        return NULL;
+    }
 #if defined(PYGPU_BACKEND_CUDA)
     PyObject *iface = PyObject_GetAttr(obj, CACHED(st, CAI_ATTR));
     if (iface) {
@@ -1036,6 +1131,8 @@ static PyObject *as_array(pygpu_state *st, PyObject *obj, PyObject *dtype)
 #endif
     return upload(st, obj, -1, dtype);
 }
+
+PyObject *pygpu_asarray(pygpu_state *st, PyObject *obj) { return as_array(st, obj, NULL); }
 
 static PyObject *mod_asarray(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -1150,6 +1247,8 @@ static PyObject *make_cache(void)
             Py_CLEAR(tmpl);
     }
     PyTuple_SET_ITEM(t, PYGPU_IX_CAI_TEMPLATE, tmpl);
+    PyTuple_SET_ITEM(t, PYGPU_IX_EXCHANGE_ATTR, PyUnicode_InternFromString(PYGPU_DLPACK_EXCHANGE_ATTR));
+    PyTuple_SET_ITEM(t, PYGPU_IX_CUDA_STREAM_ATTR, PyUnicode_InternFromString("__cuda_stream__"));
     for (int i = 0; i < PYGPU_IX_COUNT; i++)
         if (!PyTuple_GET_ITEM(t, i))
             goto fail;

@@ -198,6 +198,7 @@ static int module_exec(PyObject *m)
         add_methods(m, pygpu_memcpy_methods) < 0 || add_methods(m, pygpu_pinned_methods) < 0 ||
         add_methods(m, pygpu_transfer_methods) < 0 ||
         pygpu_array_init(m, st) < 0 || pygpu_capi_init(m, st) < 0 || pygpu_interop_init(m, st) < 0 ||
+        pygpu_exchange_init(m, st) < 0 ||
         pygpu_lowlevel_init(m, st) < 0)
         return -1;
     return 0;

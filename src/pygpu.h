@@ -33,6 +33,9 @@ typedef struct {
     struct { void *ptr; size_t size; int device; } block[PYGPU_CACHE_SLOTS];
 } pygpu_block_cache;
 
+#define PYGPU_XCACHE_SLOTS 8
+typedef struct { PyTypeObject *type; unsigned int tag; const void *api; } pygpu_xcache_entry;
+
 /* Per-module state: one per imported backend module (PEP 489). */
 typedef struct {
     PyTypeObject *Device, *Stream, *Event, *Memory, *HostMemory, *ErrorObj;
@@ -48,6 +51,11 @@ typedef struct {
     int use_cache;              /* keep a pygpu_block_cache in front of it */
     pygpu_block_cache cache;
     PyObject *interop;          /* dlpack.c's cached names and values (a tuple) */
+    /* The DLPack exchange API of the types last imported from (dlpack_exchange.c):
+     * a borrowed type pointer made safe by its version tag (a type's tag
+     * changes when its attributes do, and a new type never gets an old
+     * tag); api NULL: the type has none that PyGPU can use. */
+    pygpu_xcache_entry xcache[PYGPU_XCACHE_SLOTS];
 } pygpu_state;
 
 extern PyModuleDef pygpu_module_def;
@@ -115,8 +123,9 @@ enum pygpu_array_flags {
 
 /* GPUArray: a strided view of device memory.  Views never own memory: `mem`
  * is the owner (a DeviceAllocation, or whatever object keeps foreign memory
- * alive), shared by every view of it.  Variable-sized: dims holds the shape
- * then the strides (bytes), nd entries each. */
+ * alive), shared by every view of it.  Variable-sized: dims holds the shape,
+ * the strides (bytes), and room for the strides in elements that a DLPack
+ * view (pygpu_dl_view) points to, nd entries each. */
 typedef struct {
     PyObject_VAR_HEAD
     char *data;                 /* element [0, ..., 0] */
@@ -139,6 +148,7 @@ typedef struct {
 
 #define GA_SHAPE(a) ((a)->dims)
 #define GA_STRIDES(a) ((a)->dims + (a)->nd)
+#define GA_DLSTRIDES(a) ((a)->dims + 2 * (a)->nd)
 #define GA_ITEMSIZE(a) ((ptrdiff_t)PyDataType_ELSIZE((a)->descr))
 
 /* The number of elements of `a` (its shape was checked when it was made). */
@@ -377,6 +387,7 @@ enum pygpu_interop_index {
     PYGPU_IX_MAX_VERSION, PYGPU_IX_CPU_DEVICE,  /* (1, 1) and (kDLCPU, 0) */
     PYGPU_IX_OLD_PRODUCERS,                     /* set of types whose __dlpack__ takes only stream= */
     PYGPU_IX_CAI_TEMPLATE,                      /* a dict of the CAI keys, copied for each export */
+    PYGPU_IX_EXCHANGE_ATTR, PYGPU_IX_CUDA_STREAM_ATTR,   /* '__dlpack_c_exchange_api__', '__cuda_stream__' */
     PYGPU_IX_COUNT
 };
 
@@ -412,10 +423,31 @@ PyObject *pygpu_cai_import(pygpu_state *st, PyObject *obj, PyObject *iface);
 /* GPUArray.__dlpack__ (METH_FASTCALL | METH_KEYWORDS) and __dlpack_device__. */
 PyObject *pygpu_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 PyObject *pygpu_array_dlpack_device(PyObject *self, PyObject *unused);
+/* pygpu.asarray(obj) without a dtype; new reference. */
+PyObject *pygpu_asarray(pygpu_state *st, PyObject *obj);
 /* Module functions from_dlpack and asarray, and the cached values. */
 int pygpu_interop_init(PyObject *m, pygpu_state *st);
 /* A cached object of the interop tuple (an index from dlpack.c); borrowed. */
 PyObject *pygpu_interop_get(pygpu_state *st, int index);
+
+/* ---- dlpack_exchange.c: the DLPack 1.3 C exchange API ------------------- */
+
+/* The exchange API of type `tp` that PyGPU can consume (a
+ * const DLPackExchangeAPI *), looked up once per type; NULL if none (no
+ * attribute, or one that is not a usable table: the caller falls back to
+ * the Python protocol), or NULL with an exception set. */
+const void *pygpu_exchange_api_of(pygpu_state *st, PyTypeObject *tp);
+/* `x` imported through its type's exchange table `api` (copy and target as
+ * from_dlpack's; copy_host: copy host data even where it is reachable, as
+ * asarray does).  NULL with an exception, or NULL with *fallback set and no
+ * exception where only the Python protocol can reach the data.  New
+ * reference. */
+PyObject *pygpu_exchange_import(pygpu_state *st, PyObject *x, const void *api, int target, int copy, int copy_host,
+                                int *fallback);
+/* GPUArray's table (a const DLPackExchangeAPI *), for the C API. */
+const void *pygpu_exchange_table(void);
+/* Publish GPUArray's table on its type, add the module's timing helper. */
+int pygpu_exchange_init(PyObject *m, pygpu_state *st);
 
 /* ---- dtype.c (kernels) --------------------------------------------------- */
 

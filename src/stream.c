@@ -60,6 +60,32 @@ PyObject *pygpu_current_stream(pygpu_state *st)
     return s;
 }
 
+/* The handle of `obj`'s __cuda_stream__ (the bound method `method`), which
+ * returns (version, handle) with version 0; 0, or -1 with an exception. */
+static int cuda_stream_protocol(pygpu_state *st, PyObject *obj, PyObject *method, pygpu_stream_t *out)
+{
+    PyObject *r = PyObject_CallNoArgs(method);
+    if (!r)
+        return -1;
+    int rc = -1;
+    if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 2 || !PyLong_Check(PyTuple_GET_ITEM(r, 0)) ||
+        !PyLong_Check(PyTuple_GET_ITEM(r, 1)) || PyBool_Check(PyTuple_GET_ITEM(r, 1))) {
+        PyErr_Format(PyExc_TypeError, "%.100s.__cuda_stream__() must return (version, handle), two ints, not %R",
+                     Py_TYPE(obj)->tp_name, r);
+    } else {
+        long version = PyLong_AsLong(PyTuple_GET_ITEM(r, 0));
+        if (version == -1 && PyErr_Occurred())
+            ;
+        else if (version != 0)
+            PyErr_Format(PyExc_ValueError, "%.100s.__cuda_stream__() gives version %ld of the protocol; PyGPU "
+                         "reads version 0", Py_TYPE(obj)->tp_name, version);
+        else
+            rc = pygpu_stream_arg(st, PyTuple_GET_ITEM(r, 1), out);
+    }
+    Py_DECREF(r);
+    return rc;
+}
+
 int pygpu_stream_arg(pygpu_state *st, PyObject *obj, pygpu_stream_t *out)
 {
     if (pygpu_fork_check(st) < 0)   /* (every transfer names its stream: the door for a forked child) */
@@ -96,8 +122,17 @@ int pygpu_stream_arg(pygpu_state *st, PyObject *obj, pygpu_stream_t *out)
         *out = h;
         return 0;
     }
-    PyErr_Format(PyExc_TypeError, "stream must be a pygpu.Stream, an int handle or None, not %.100s",
-                 Py_TYPE(obj)->tp_name);
+    PyObject *proto = PyObject_GetAttr(obj, pygpu_interop_get(st, PYGPU_IX_CUDA_STREAM_ATTR));
+    if (proto) {
+        int r = cuda_stream_protocol(st, obj, proto, out);
+        Py_DECREF(proto);
+        return r;
+    }
+    if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+        return -1;
+    PyErr_Clear();
+    PyErr_Format(PyExc_TypeError, "stream must be a pygpu.Stream, an object with __cuda_stream__, an int handle or "
+                 "None, not %.100s", Py_TYPE(obj)->tp_name);
     return -1;
 }
 
@@ -321,6 +356,12 @@ static PyObject *stream_record(PyObject *self, PyObject *args)
     return r;
 }
 
+static PyObject *stream_cuda_stream(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return Py_BuildValue("(iN)", 0, PyLong_FromVoidPtr(((PyGPUStream *)self)->handle));
+}
+
 static PyObject *stream_enter(PyObject *self, PyObject *unused)
 {
     (void)unused;
@@ -363,6 +404,8 @@ static PyMethodDef stream_methods[] = {
      "wait_event(event, /)\n--\n\nMake later work on this stream wait for `event`."},
     {"record", stream_record, METH_VARARGS,
      "record(event=None, /)\n--\n\nRecord `event` (or a new Event) on this stream; return it."},
+    {"__cuda_stream__", stream_cuda_stream, METH_NOARGS,
+     "__cuda_stream__()\n--\n\n(0, handle): the CUDA stream protocol (version 0), as cuda.core reads it."},
     {"__enter__", stream_enter, METH_NOARGS, NULL},
     {"__exit__", stream_exit, METH_VARARGS, NULL},
     {0},

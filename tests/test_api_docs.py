@@ -56,7 +56,10 @@ FOREIGN = {
     "int", "len", "repr", "str", "hash", "bool", "float", "memoryview", "help", "isinstance", "print",
     "open", "range", "type",
     # the C API of include/pygpu/pygpu_api.h
-    "Empty", "FromPointer", "PyGPU_ImportAPI",
+    "Empty", "FromPointer", "PyGPU_ImportAPI", "AsArray", "StreamHandle",
+    # the DLPack C exchange table's functions (include/pygpu/pygpu_dlpack.h)
+    "managed_tensor_allocator", "managed_tensor_from_py_object_no_sync", "managed_tensor_to_py_object_no_sync",
+    "dltensor_from_py_object_no_sync", "current_work_stream", "SetError",
     # parameters and placeholders in examples
     "allocator", "fn", "lib",
 }

@@ -32,7 +32,7 @@ def build(tmp_path, unit, extra=()):
         pytest.skip("no C compiler")
     exe = tmp_path / (unit + ("-san" if extra else ""))
     cmd = [CC, "-std=c11", "-g", "-O1", "-Wall", "-Wextra", "-Werror", *extra, "-I" + SRC,
-           os.path.join(HERE, "c", unit + ".c"), *[os.path.join(ROOT, s) for s in UNITS[unit]], "-lm", "-o", str(exe)]
+           "-I" + os.path.join(ROOT, "include"), os.path.join(HERE, "c", unit + ".c"), *[os.path.join(ROOT, s) for s in UNITS[unit]], "-lm", "-o", str(exe)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0 and extra:
         pytest.skip(f"{CC} cannot build with {' '.join(extra)}: {proc.stderr.strip()[-300:]}")

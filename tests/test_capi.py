@@ -1,15 +1,10 @@
 """PyGPU's C API (include/pygpu/pygpu_api.h): a small extension compiled here
 imports the table, reads a GPUArray through the accessors, and makes arrays."""
-import os
-import shutil
-import subprocess
-import sys
-import sysconfig
-
 import numpy as np
 import pytest
 
 import pygpu
+from cext import build_extension
 
 SOURCE = r"""
 #define PY_SSIZE_T_CLEAN
@@ -70,24 +65,7 @@ PyMODINIT_FUNC PyInit_capi_client(void)
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory):
-    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-    if not cc:
-        pytest.skip("no C compiler")
-    d = tmp_path_factory.mktemp("capi")
-    src = d / "capi_client.c"
-    src.write_text(SOURCE)
-    out = d / ("capi_client" + sysconfig.get_config_var("EXT_SUFFIX"))
-    cmd = [cc, "-shared", "-fPIC", "-std=c11", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter",
-           "-Wno-missing-field-initializers", "-I", sysconfig.get_paths()["include"],
-           "-I", pygpu.get_include(), str(src), "-o", str(out)]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    sys.path.insert(0, str(d))
-    try:
-        import capi_client
-    finally:
-        sys.path.remove(str(d))
-    return capi_client
+    return build_extension(tmp_path_factory.mktemp("capi"), SOURCE, "capi_client")
 
 
 def test_accessors_match_python_attributes(client):

@@ -47,7 +47,7 @@ MPI_LAUNCHERS = ("mpirun", "mpiexec")
 # Where each example is expected to run: names of those that need no GPU run
 # on the host backend (checked below, so that a requirement added by mistake
 # does not silently drop an example from CI).
-HOST_EXAMPLES = {"streams_pipeline.py", "pinned_memory.py"}
+HOST_EXAMPLES = {"streams_pipeline.py", "pinned_memory.py", "c_exchange/"}
 
 
 # ---- finding examples and their headers ---------------------------------------------

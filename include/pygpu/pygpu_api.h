@@ -11,6 +11,13 @@
  *         ...
  *     }
  *
+ * Kernel glue that takes any library's arrays: PyGPU_API->AsArray(obj)
+ * (torch tensors at C speed, through their DLPack exchange table), then
+ * PyGPU_API->Exchange->dltensor_from_py_object_no_sync for a DLTensor view
+ * and ->current_work_stream for the stream to launch on.  The DLPack
+ * declarations come from pygpu_dlpack.h (or from the specification's
+ * dlpack/dlpack.h when that is included first).
+ *
  * The table is taken from the capsule `pygpu._C_API` (the backend chosen at
  * import).  Compile with `-I$(python -c "import pygpu, os;
  * print(os.path.join(os.path.dirname(pygpu.__file__), '..', 'include'))")`
@@ -22,7 +29,9 @@
 
 #include <Python.h>
 
-#define PYGPU_API_VERSION 1
+#include "pygpu_dlpack.h"
+
+#define PYGPU_API_VERSION 2
 #define PYGPU_API_CAPSULE "pygpu._C_API"
 
 typedef struct {
@@ -44,6 +53,19 @@ typedef struct {
                              PyObject *dtype, PyObject *owner);
     /* The vendor: "cuda", "hip" or "host". */
     const char *(*Backend)(void);
+    /* ---- version 2: the DLPack 1.3 C exchange API ---- */
+    /* GPUArray's exchange table (the one in type(a).__dlpack_c_exchange_api__):
+     * a GPUArray as a DLTensor view (dltensor_from_py_object_no_sync), the
+     * current stream of a device (current_work_stream), etc. */
+    const DLPackExchangeAPI *Exchange;
+    /* `obj` as a GPUArray, the way pygpu.asarray takes it: a GPUArray as it
+     * is; an object whose type has a DLPack exchange table (torch.Tensor)
+     * through that table, in C, with the current stream ordered after the
+     * producer's; else __dlpack__ or __cuda_array_interface__.  New reference. */
+    PyObject *(*AsArray)(PyObject *obj);
+    /* A stream argument (None: the current stream; a pygpu.Stream, an int
+     * handle, or an object with __cuda_stream__) as a handle; 0, or -1. */
+    int (*StreamHandle)(PyObject *stream, void **out);
 } PyGPU_CAPI;
 
 static PyGPU_CAPI *PyGPU_API = NULL;
