@@ -95,6 +95,17 @@ int pygpu_check(pygpu_state *st, pygpu_status status, const char *call)
     return -1;
 }
 
+PyObject *pygpu_query_result(pygpu_state *st, pygpu_status status, const char *call)
+{
+    if (pygpu_rt_is_not_ready(status)) {
+        (void)pygpu_rt_get_last_error();
+        Py_RETURN_FALSE;
+    }
+    if (pygpu_check(st, status, call) < 0)
+        return NULL;
+    Py_RETURN_TRUE;
+}
+
 /* ---- cudaError_t ------------------------------------------------------- */
 
 PyObject *pygpu_error_object(pygpu_state *st, int code)

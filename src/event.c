@@ -97,14 +97,7 @@ static PyObject *event_query(PyObject *self, PyObject *unused)
     pygpu_state *st = pygpu_state_of(self);
     if (!st || pygpu_fork_check(st) < 0)
         return NULL;
-    pygpu_status s = pygpu_rt_event_query(((PyGPUEvent *)self)->handle);
-    if (pygpu_rt_is_not_ready(s)) {
-        (void)pygpu_rt_get_last_error();
-        Py_RETURN_FALSE;
-    }
-    if (pygpu_check(st, s, "EventQuery") < 0)
-        return NULL;
-    Py_RETURN_TRUE;
+    return pygpu_query_result(st, pygpu_rt_event_query(((PyGPUEvent *)self)->handle), "EventQuery");
 }
 
 /* Check that `e` can be timed; -1 with ValueError saying why not. */

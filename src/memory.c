@@ -420,24 +420,29 @@ static int run_copy(pygpu_state *st, void *dst, int ddev, const void *src, int s
     return n == 0 ? 0 : pygpu_copy(st, d, f, 1, &shape, 1, s, async);
 }
 
-static PyObject *copy_htod(PyObject *mod, PyObject *args, PyObject *kwds, int async)
+/* memcpy_htod (up) or memcpy_dtoh: between a device address and a
+ * contiguous host buffer (writable going down). */
+static PyObject *copy_host(PyObject *mod, PyObject *args, PyObject *kwds, int async, int up)
 {
     static char *kwlist[] = {"dest", "src", "stream", NULL};
-    const char *fn = async ? "memcpy_htod_async" : "memcpy_htod";
-    PyObject *dest, *src, *stream = Py_None;
+    const char *fn = up ? (async ? "memcpy_htod_async" : "memcpy_htod") : (async ? "memcpy_dtoh_async" : "memcpy_dtoh");
+    PyObject *dest, *src, *stream = Py_None, *r = NULL;
     Py_buffer buf = {0};
     void *dptr;
     size_t dsize;
     pygpu_stream_t s;
     pygpu_state *st = PyModule_GetState(mod);
-    PyObject *r = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|O", kwlist, &dest, &src, &stream) ||
-        pygpu_address_arg(st, dest, &dptr, &dsize) < 0 ||
-        pygpu_stream_for(st, stream, address_device(st, dest), "allocation", &s) < 0 ||
-        PyObject_GetBuffer(src, &buf, PyBUF_ANY_CONTIGUOUS) < 0)
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|O", kwlist, &dest, &src, &stream))
         return NULL;
-    if (fits(fn, "destination", (size_t)buf.len, dsize) < 0 ||
-        run_copy(st, dptr, address_device(st, dest), buf.buf, -1, (size_t)buf.len, PYGPU_COPY_H2D, s, async) < 0)
+    PyObject *dev = up ? dest : src, *host = up ? src : dest;
+    int device = address_device(st, dev);
+    if (pygpu_address_arg(st, dev, &dptr, &dsize) < 0 || pygpu_stream_for(st, stream, device, "allocation", &s) < 0 ||
+        PyObject_GetBuffer(host, &buf, PyBUF_ANY_CONTIGUOUS | (up ? 0 : PyBUF_WRITABLE)) < 0)
+        return NULL;
+    size_t n = (size_t)buf.len;
+    if (fits(fn, up ? "destination" : "source", n, dsize) < 0 ||
+        (up ? run_copy(st, dptr, device, buf.buf, -1, n, PYGPU_COPY_H2D, s, async)
+            : run_copy(st, buf.buf, -1, dptr, device, n, PYGPU_COPY_D2H, s, async)) < 0)
         goto done;
     r = Py_NewRef(Py_None);
 done:
@@ -445,29 +450,14 @@ done:
     return r;
 }
 
+static PyObject *copy_htod(PyObject *mod, PyObject *args, PyObject *kwds, int async)
+{
+    return copy_host(mod, args, kwds, async, 1);
+}
+
 static PyObject *copy_dtoh(PyObject *mod, PyObject *args, PyObject *kwds, int async)
 {
-    static char *kwlist[] = {"dest", "src", "stream", NULL};
-    const char *fn = async ? "memcpy_dtoh_async" : "memcpy_dtoh";
-    PyObject *dest, *src, *stream = Py_None;
-    Py_buffer buf = {0};
-    void *sptr;
-    size_t ssize;
-    pygpu_stream_t s;
-    pygpu_state *st = PyModule_GetState(mod);
-    PyObject *r = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|O", kwlist, &dest, &src, &stream) ||
-        pygpu_address_arg(st, src, &sptr, &ssize) < 0 ||
-        pygpu_stream_for(st, stream, address_device(st, src), "allocation", &s) < 0 ||
-        PyObject_GetBuffer(dest, &buf, PyBUF_ANY_CONTIGUOUS | PyBUF_WRITABLE) < 0)
-        return NULL;
-    if (fits(fn, "source", (size_t)buf.len, ssize) < 0 ||
-        run_copy(st, buf.buf, -1, sptr, address_device(st, src), (size_t)buf.len, PYGPU_COPY_D2H, s, async) < 0)
-        goto done;
-    r = Py_NewRef(Py_None);
-done:
-    PyBuffer_Release(&buf);
-    return r;
+    return copy_host(mod, args, kwds, async, 0);
 }
 
 static PyObject *copy_dtod(PyObject *mod, PyObject *args, PyObject *kwds, int async)

@@ -166,6 +166,9 @@ static inline ptrdiff_t pygpu_array_size(const PyGPUArray *a)
  * GPUError (GPUMemoryError when out of memory) naming `call` (the runtime
  * function without its vendor prefix: "MallocAsync"), and return -1. */
 int pygpu_check(pygpu_state *st, pygpu_status status, const char *call);
+/* A query's answer (StreamQuery, EventQuery): True if done, False if not
+ * ready yet, else NULL with GPUError naming `call`. */
+PyObject *pygpu_query_result(pygpu_state *st, pygpu_status status, const char *call);
 /* The door to the runtime for a forked child (fork.h): 0 if this process
  * may call the runtime (noting that it does), else -1 with GPUError saying
  * that the process forked after using the device. */

@@ -311,14 +311,7 @@ static PyObject *stream_query(PyObject *self, PyObject *unused)
     pygpu_state *st = pygpu_state_of(self);
     if (!st || pygpu_fork_check(st) < 0)
         return NULL;
-    pygpu_status s = pygpu_rt_stream_query(((PyGPUStream *)self)->handle);
-    if (pygpu_rt_is_not_ready(s)) {
-        (void)pygpu_rt_get_last_error();
-        Py_RETURN_FALSE;
-    }
-    if (pygpu_check(st, s, "StreamQuery") < 0)
-        return NULL;
-    Py_RETURN_TRUE;
+    return pygpu_query_result(st, pygpu_rt_stream_query(((PyGPUStream *)self)->handle), "StreamQuery");
 }
 
 static PyObject *stream_wait_event(PyObject *self, PyObject *ev)
