@@ -1,9 +1,12 @@
 """Build PyGPU: one C extension per backend whose toolkit is found.
 
     pygpu._host  always: device memory is host memory
-    pygpu._cuda  the CUDA runtime, found through CUDA_HOME / CUDA_PATH, nvcc on
-                 PATH, or /usr/local/cuda (libcudart linked statically, so only
-                 the driver is needed at run time)
+    pygpu._cuda  the CUDA runtime (libcudart linked statically, so only the
+                 driver is needed at run time), from a CUDA toolkit found
+                 through CUDA_HOME / CUDA_PATH, nvcc on PATH or /usr/local/cuda,
+                 or, where there is none, from NVIDIA's runtime wheels on PyPI,
+                 which pip installs for the build (build_support/pygpu_build.py:
+                 PYGPU_CUDA_FROM=toolkit|pypi, PYGPU_CUDA_MAJOR=12|13)
     pygpu._hip   the HIP runtime, found through ROCM_PATH, hipconfig, /opt/rocm
                  or the system's hip/hip_runtime_api.h (Debian's libamdhip64-dev)
 
@@ -15,14 +18,18 @@ PYGPU_BUILD=host,cuda (a comma-separated list) limits what is tried.
 PyGPU's own copy kernels (src/kernels/) go into the GPU backends: for CUDA,
 the toolkit's nvcc compiles them into a fatbin (machine code for sm_80 and
 sm_90, PTX for the lowest architecture it knows, which the driver compiles
-for any other), linked into pygpu._cuda and loaded at the first copy that
-needs them; for HIP, their source is linked in and hiprtc compiles it on
-each device at its first use.  Without nvcc the CUDA backend is built
-without them, and its device-to-device layout copies go through the host.
+for any other); without nvcc (PyPI's runtime) the PTX kept in the tree
+(src/kernels/copy_kernels.ptx, tools/gen-ptx.py) goes in, which the driver
+compiles at first use.  Either is linked into pygpu._cuda and loaded at the
+first copy that needs it.  For HIP, their source is linked in and hiprtc
+compiles it on each device at its first use.  A CUDA build with neither
+(a CUDA 12 runtime without nvcc: the tree's PTX needs a CUDA 13 driver) has
+no kernels, and its device-to-device layout copies go through the host.
 """
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -41,6 +48,9 @@ from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "build_support"))
+import pygpu_build  # noqa: E402  (where the CUDA runtime comes from: shared with the build backend)
+
 COMMON = sorted(glob.glob("src/*.c") + glob.glob("src/transfer/*.c"))
 HEADERS = sorted(glob.glob("src/*.h") + glob.glob("src/transfer/*.h") + glob.glob("src/backend/*.h") + glob.glob("src/kernels/*.h")
                  + glob.glob("include/pygpu/*.h"))
@@ -48,6 +58,8 @@ CFLAGS = ["-std=c11", "-O2", "-Wall", "-Wextra", "-fvisibility=hidden"]
 KERNEL_SOURCE = "src/kernels/copy_kernels.cu"
 KERNEL_HEADER = "src/kernels/kernels.h"
 KERNEL_SASS = ("sm_80", "sm_90")     # machine code for these; PTX for the lowest nvcc knows
+KERNEL_PTX = "src/kernels/copy_kernels.ptx"     # for builds without nvcc (tools/gen-ptx.py)
+KERNEL_PTX_MAJOR = 13                # the CUDA major whose drivers compile that PTX (ISA 9.0)
 
 
 # What this build did with each backend, written beside the extensions as
@@ -74,21 +86,46 @@ def first_dir(candidates, marker):
     return None
 
 
+def cudart_version(include):
+    """CUDART_VERSION of the runtime headers in `include` (13000 for 13.0), or 0."""
+    try:
+        with open(os.path.join(include, "cuda_runtime_api.h")) as f:
+            m = re.search(r"^#define\s+CUDART_VERSION\s+(\d+)", f.read(), re.M)
+        return int(m.group(1)) if m else 0
+    except OSError:
+        return 0
+
+
+def cuda_version_text(v):
+    return f"{v // 1000}.{v % 1000 // 10}"
+
+
 def find_cuda():
-    """(include_dir, lib_dir) of a CUDA toolkit, or a string saying why not."""
-    roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")]
-    nvcc = shutil.which("nvcc")
-    if nvcc:
-        roots.append(os.path.dirname(os.path.dirname(os.path.realpath(nvcc))))
-    roots.append("/usr/local/cuda")
-    root = first_dir(roots, "include/cuda_runtime_api.h")
+    """(include_dir, lib_dir, nvcc or None, where the runtime came from) of
+    a CUDA toolkit or of PyPI's runtime wheels, or a string saying why not."""
+    source = pygpu_build.cuda_from()
+    if source != "pypi":
+        root = pygpu_build.toolkit_root()
+        if root:
+            libs = [os.path.join(root, d) for d in ("lib64", "lib", "targets/x86_64-linux/lib", "lib/x64")]
+            lib = first_dir(libs, "libcudart_static.a")
+            if not lib:
+                return f"no libcudart_static.a under {root}"
+            inc = os.path.join(root, "include")
+            return inc, lib, find_nvcc(root), f"the toolkit at {root}"
+        if source == "toolkit":
+            return "PYGPU_CUDA_FROM=toolkit and no cuda_runtime_api.h under CUDA_HOME, CUDA_PATH, nvcc's prefix or /usr/local/cuda"
+    if not pygpu_build.pypi_runtime_wanted():
+        return ("no cuda_runtime_api.h under CUDA_HOME, CUDA_PATH, nvcc's prefix or /usr/local/cuda "
+                "(and PyPI's CUDA runtime wheels are for Linux on x86_64 and aarch64 only)")
+    major, why = pygpu_build.runtime_major()
+    root = pygpu_build.pypi_runtime_dir(major)
     if not root:
-        return "no cuda_runtime_api.h under CUDA_HOME, CUDA_PATH, nvcc's prefix or /usr/local/cuda"
-    libs = [os.path.join(root, d) for d in ("lib64", "lib", "targets/x86_64-linux/lib", "lib/x64")]
-    lib = first_dir(libs, "libcudart_static.a")
-    if not lib:
-        return f"no libcudart_static.a under {root}"
-    return os.path.join(root, "include"), lib
+        wheels = " ".join(f"'{w}'" for w in pygpu_build.PYPI_RUNTIME[major][0])
+        return (f"no CUDA toolkit, and PyPI's CUDA {major} runtime is not installed: pip's build installs it "
+                f"(without build isolation, pip install {wheels} first)")
+    inc = os.path.join(root, "include")
+    return inc, os.path.join(root, "lib"), None, f"PyPI's runtime wheel (CUDA {major}: {why})"
 
 
 def find_nvcc(root):
@@ -112,6 +149,16 @@ def c_bytes(name, data, align=64, ctype="unsigned char"):
     rows = ",\n".join(",".join(str(b) for b in data[i:i + 32]) for i in range(0, len(data), 32))
     return (f"__attribute__((visibility(\"hidden\"), aligned({align})))\n"
             f"const {ctype} {name}[{len(data)}] = {{\n{rows}\n}};\n")
+
+
+def c_text(name, text):
+    """A C definition of `text` (ASCII) as a hidden, NUL-terminated const
+    array, written as string literals a line each: compiled in 0.06 s where
+    the same 490 KB as a list of numbers takes 1.3 s."""
+    esc = {"\\": "\\\\", '"': '\\"', "\t": "\\t", "\n": "\\n", "\r": "\\r"}
+    lines = ['"' + "".join(esc.get(c, c) for c in line) + '"' for line in text.splitlines(keepends=True)]
+    return (f"__attribute__((visibility(\"hidden\"), aligned(64)))\n"
+            f"const unsigned char {name}[] =\n" + "\n".join(lines or ['""']) + ";\n")
 
 
 def nvcc_archs(nvcc):
@@ -141,6 +188,20 @@ def build_kernel_image(nvcc, tmp):
     c_file = os.path.join(tmp, "kernel_image.c")
     with open(c_file, "w") as f:
         f.write(c_bytes("pygpu_kernel_image", data))
+        f.write(f'__attribute__((visibility("hidden"))) const char pygpu_kernel_image_origin[] = "{origin}";\n')
+    return c_file, origin
+
+
+def write_kernel_ptx(tmp):
+    """A C file holding the tree's PTX of the kernels (NUL-terminated, as
+    cudaLibraryLoadData takes PTX); (the C file, a line saying what it holds)."""
+    with open(os.path.join(HERE, KERNEL_PTX), "rb") as f:
+        data = f.read()
+    origin = ("PTX for compute_75 kept in the tree (src/kernels/copy_kernels.ptx), compiled by the driver "
+              "at first use (no nvcc at build time)")
+    c_file = os.path.join(tmp, "kernel_image.c")
+    with open(c_file, "w") as f:
+        f.write(c_text("pygpu_kernel_image", data.decode("ascii")))
         f.write(f'__attribute__((visibility("hidden"))) const char pygpu_kernel_image_origin[] = "{origin}";\n')
     return c_file, origin
 
@@ -206,11 +267,13 @@ def extensions():
         if isinstance(found, str):
             skip("cuda", found)
         else:
-            inc, lib = found
+            inc, lib, nvcc, origin = found
             ext = backend_extension(
                 "cuda", "src/backend/rt_gpu.c", include_dirs=[inc], library_dirs=[lib],
                 libraries=["cudart_static", "dl", "rt", "pthread"], optional=True)
-            ext.nvcc = find_nvcc(os.path.dirname(inc))
+            ext.nvcc, ext.cudart = nvcc, cudart_version(inc)
+            ext.runtime = f"CUDA {cuda_version_text(ext.cudart)} runtime from {origin}"
+            say(f"cuda: the {ext.runtime}")
             exts.append(ext)
     if "hip" in wanted:
         found = find_hip()
@@ -243,14 +306,19 @@ class BuildExt(build_ext):
             return [write_kernel_source(tmp)], [("PYGPU_KERNEL_SOURCE", "1")]
         if ext.name != "pygpu._cuda":
             return [], []
-        nvcc = getattr(ext, "nvcc", None)
-        c_file, what = build_kernel_image(nvcc, tmp) if nvcc else (None, "no nvcc in the toolkit or on PATH")
+        if ext.nvcc:
+            c_file, what = build_kernel_image(ext.nvcc, tmp)
+        elif ext.cudart // 1000 >= KERNEL_PTX_MAJOR:
+            c_file, what = write_kernel_ptx(tmp)
+        else:
+            c_file, what = None, (f"no nvcc, and the tree's PTX needs a CUDA {KERNEL_PTX_MAJOR} driver, more "
+                                  f"than this CUDA {cuda_version_text(ext.cudart)} runtime asks for")
         if not c_file:
-            ext.report = (f"without PyGPU's copy kernels ({what}): device-to-device layout copies go "
-                          "through the host")
+            ext.report = (f"{ext.runtime}; without PyGPU's copy kernels ({what}): device-to-device layout "
+                          "copies go through the host")
             say(f"cuda: built {ext.report}")
-            return [], []
-        ext.report = f"copy kernels: {what}"
+            return [], [("PYGPU_KERNELS_ABSENT", f'"{what}"')]
+        ext.report = f"{ext.runtime}; copy kernels: {what}"
         say(f"cuda: {ext.report}")
         return [c_file], [("PYGPU_KERNEL_IMAGE", "1")]
 
@@ -276,7 +344,7 @@ class BuildExt(build_ext):
         extra, macros = self.kernel_sources(ext, tmp)
         objects = self.compiler.compile(
             ext.sources + extra, output_dir=tmp, macros=ext.define_macros + macros, include_dirs=ext.include_dirs,
-            extra_postargs=ext.extra_compile_args, depends=ext.depends + [KERNEL_SOURCE, KERNEL_HEADER])
+            extra_postargs=ext.extra_compile_args, depends=ext.depends + [KERNEL_SOURCE, KERNEL_HEADER, KERNEL_PTX])
         self.compiler.link_shared_object(
             objects, self.get_ext_fullpath(ext.name), libraries=self.get_libraries(ext),
             library_dirs=ext.library_dirs, runtime_library_dirs=ext.runtime_library_dirs,

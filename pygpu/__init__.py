@@ -13,6 +13,7 @@ saying why.  ``pygpu.backend`` names the choice and
 import importlib
 import importlib.util
 import os
+import re
 import warnings
 
 from ._errors import BackendWarning, GPUError, GPUMemoryError
@@ -59,6 +60,41 @@ def _device_nodes(name):
     return None if os.path.exists("/dev/kfd") else "no AMD device files (/dev/kfd)"
 
 
+# The oldest driver branch of each CUDA major (NVIDIA's table of minimum
+# driver versions), and where Linux's driver names its version.
+_CUDA_MIN_DRIVER = {13: 580, 12: 525}
+_NVIDIA_VERSION_FILE = "/proc/driver/nvidia/version"
+
+
+def _cuda_driver_too_old(built):
+    """Why the installed NVIDIA driver cannot run a CUDA backend built with
+    runtime `built` (13050 for 13.5), or None (new enough, or not known
+    without loading the driver: the first call then says).  Reads the
+    kernel module's version, which costs microseconds where asking the
+    runtime would load the driver."""
+    major = built // 1000
+    need = _CUDA_MIN_DRIVER.get(major)
+    try:
+        with open(_NVIDIA_VERSION_FILE) as f:
+            m = re.search(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+)\.(\d+)", f.read())
+    except OSError:
+        return None
+    if not need or not m or int(m.group(1)) >= need:
+        return None
+    older = [f"CUDA {k}" for k, v in sorted(_CUDA_MIN_DRIVER.items(), reverse=True) if int(m.group(1)) >= v]
+    fits = f", or build PyGPU for {older[0]} (PYGPU_CUDA_MAJOR={older[0][5:]} pip install .)" if older else ""
+    return (f"the NVIDIA driver {m.group(1)}.{m.group(2)} is older than this CUDA {major}.{built % 1000 // 10} "
+            f"build needs (driver {need} or newer): update the driver{fits}")
+
+
+def _unusable(name, module):
+    """Why a loaded GPU backend cannot run here, judged without loading the
+    driver, or None."""
+    if name == "cuda":
+        return _cuda_driver_too_old(getattr(module, "_built_runtime_version", 0))
+    return None
+
+
 def _choose():
     forced = os.environ.get("PYGPU_BACKEND", "").strip().lower()
     if forced:
@@ -80,19 +116,26 @@ def _choose():
             why.append(f"{name}: {absent}")
             continue
         try:
-            return _load(name)
+            module = _load(name)
         except ImportError as e:
             why.append(f"{name}: does not load ({e})")
+            continue
+        unusable = _unusable(name, module)
+        if not unusable:
+            return module
+        why.append(f"{name}: {unusable}")
     # One line, without a source line under it: no file to quote.  It says
     # why, and how to choose (PYGPU_BACKEND=host also quiets it).
     built = [n for n in _GPU_BACKENDS if importlib.util.find_spec(f"pygpu._{n}") is not None]
     ask = f"; PYGPU_BACKEND={' or '.join(built)} says why the GPU cannot be used" if built else ""
+    _why_host.extend(why)
     warnings.warn_explicit(f"no GPU found ({'; '.join(why)}): using the host backend "
                            f"(PYGPU_BACKEND=host chooses it without this warning{ask})",
                            BackendWarning, "pygpu", 0)
     return _load("host")
 
 
+_why_host = []                  # why the import fell back to host (python -m pygpu prints it)
 backend_module = _choose()
 backend = backend_module.backend
 _C_API = backend_module._C_API  # the C API capsule, see include/pygpu/pygpu_api.h

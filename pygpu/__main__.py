@@ -141,6 +141,8 @@ def main(argv=None):
 
     print(f"PyGPU {pygpu.__version__} on Python {sys.version.split()[0]}, NumPy {np.__version__}")
     print(f"backend: {pygpu.backend} (built: {', '.join(pygpu.backends())})")
+    if pygpu._why_host:
+        print(f"no GPU backend: {'; '.join(pygpu._why_host)}")
     print("\n".join(build_report()))
     if pygpu.backend != "host":
         print(f"runtime version {pygpu.runtime_version()}, driver version {pygpu.driver_version()}")

@@ -192,6 +192,7 @@ static int module_exec(PyObject *m)
     if (!st->stream_var || !st->device_var)
         return -1;
     if (PyModule_AddStringConstant(m, "backend", pygpu_rt_vendor()) < 0 ||
+        PyModule_AddIntConstant(m, "_built_runtime_version", pygpu_rt_built_version()) < 0 ||
         pygpu_errors_init(m, st) < 0 || pygpu_device_init(m, st) < 0 ||
         pygpu_stream_init(m, st) < 0 || pygpu_event_init(m, st) < 0 ||
         pygpu_memory_init(m, st) < 0 || pygpu_pinned_init(m, st) < 0 ||

@@ -53,7 +53,9 @@ extern const char pygpu_kernel_image_origin[];
 #define NSIZED 3                /* copy, transpose, fill: a kernel per element size */
 #define BLOCKS_PER_SM 8         /* of 256 threads: a full SM */
 
+#if defined(PYGPU_BACKEND_HIP) || defined(PYGPU_KERNEL_IMAGE)      /* (the kernels' names, to find them) */
 static const char *const sized_names[NSIZED] = {"pygpu_copy", "pygpu_transpose", "pygpu_fill"};
+#endif
 
 typedef struct {
     int state;                  /* 0 not tried, 1 ready, -1 failed (status) */
@@ -89,11 +91,14 @@ const char *pygpu_rt_kernels_origin(void)
         return "switched off by PYGPU_KERNELS=0";
 #  if defined(PYGPU_KERNEL_IMAGE)
     return pygpu_kernel_image_origin;
+#  elif defined(PYGPU_KERNELS_ABSENT)
+    return "not in this build (" PYGPU_KERNELS_ABSENT ")";
 #  else
-    return "not in this build (nvcc was not found when it was built)";
+    return "not in this build";
 #  endif
 }
 
+#  if defined(PYGPU_KERNEL_IMAGE)
 /* Look the kernels up in the library; the status of the first failure. */
 static rt_error find_kernels(cudaLibrary_t lib)
 {
@@ -117,6 +122,7 @@ static rt_error find_kernels(cudaLibrary_t lib)
 #  endif
     return e;
 }
+#  endif
 
 static rt_error load_library(void)
 {

@@ -51,6 +51,9 @@ const char *pygpu_rt_vendor(void);
 /* Runtime and driver versions as the vendor encodes them (0 for host). */
 pygpu_status pygpu_rt_runtime_version(int *v);
 pygpu_status pygpu_rt_driver_version(int *v);
+/* The runtime version the backend was compiled against (0 on host): known
+ * without loading the driver, so the import can judge the driver first. */
+int pygpu_rt_built_version(void);
 
 /* Status codes: names, messages, and the few the upper layers must know. */
 const char *pygpu_rt_error_name(pygpu_status s);

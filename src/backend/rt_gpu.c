@@ -51,6 +51,13 @@ const char *pygpu_rt_vendor(void) { return RT_VENDOR; }
 
 pygpu_status pygpu_rt_runtime_version(int *v) { return RT(RuntimeGetVersion)(v); }
 pygpu_status pygpu_rt_driver_version(int *v) { return RT(DriverGetVersion)(v); }
+#if defined(PYGPU_BACKEND_CUDA)
+int pygpu_rt_built_version(void) { return CUDART_VERSION; }
+#elif defined(HIP_VERSION)
+int pygpu_rt_built_version(void) { return HIP_VERSION; }
+#else
+int pygpu_rt_built_version(void) { return 0; }
+#endif
 
 const char *pygpu_rt_error_name(pygpu_status s) { return RT(GetErrorName)((rt_error)s); }
 const char *pygpu_rt_error_string(pygpu_status s) { return RT(GetErrorString)((rt_error)s); }
@@ -84,6 +91,7 @@ int pygpu_rt_is_sticky(pygpu_status s)
 #  define VENDOR "NVIDIA"
 #  define API "CUDA"
 #  define VISIBLE_VARS {"CUDA_VISIBLE_DEVICES", NULL}
+#  define OLDER_BUILD "build PyGPU for the driver's CUDA: PYGPU_CUDA_MAJOR=12 pip install ."
 
 /* 1 if the driver's library loads (the runtime loads it the same way);
  * else 0, with the loader's reason in why. */
@@ -105,6 +113,7 @@ static void version_text(int v, char *buf, size_t n) { snprintf(buf, n, "%d.%d",
 #  define VENDOR "AMD"
 #  define API "HIP"
 #  define VISIBLE_VARS {"HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", NULL}
+#  define OLDER_BUILD "build PyGPU with an older ROCm"
 
 /* 1 if the amdgpu kernel driver's device file is there and usable; else
  * 0, with the reason in why. */
@@ -143,7 +152,7 @@ const char *pygpu_rt_diagnose(pygpu_status s, char *buf, size_t n)
         version_text(rtv, rt_text, sizeof rt_text);
     if (s == (pygpu_status)RT(ErrorInsufficientDriver)) {
         snprintf(buf, n, "the %s driver is too old for this runtime: the driver supports %s %s, PyGPU was built "
-                 "with %s %s; update the driver (or build PyGPU with an older toolkit)",
+                 "with %s %s; update the driver (or " OLDER_BUILD ")",
                  VENDOR, API, drv_text, API, rt_text);
         return buf;
     }

@@ -59,6 +59,7 @@ const pygpu_status PYGPU_RT_OUT_OF_MEMORY = H_MEMORY_ALLOCATION;
 const char *pygpu_rt_vendor(void) { return "host"; }
 pygpu_status pygpu_rt_runtime_version(int *v) { *v = 0; return H_SUCCESS; }
 pygpu_status pygpu_rt_driver_version(int *v) { *v = 0; return H_SUCCESS; }
+int pygpu_rt_built_version(void) { return 0; }
 
 const char *pygpu_rt_error_name(pygpu_status s)
 {

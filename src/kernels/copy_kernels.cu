@@ -109,8 +109,10 @@ static __device__ __forceinline__ void pk_cast_body(const pygpu_kargs &a)
 /* Tiles of PK_TILE x PK_TILE elements of the plane of axes ta (the
  * destination's fastest) and tb (the source's fastest), one at a time per
  * block; a.n counts the tiles of all the planes (the other axes). */
-template <int E>
-static __device__ __forceinline__ void pk_transpose_body(const pygpu_kargs &a)
+template <int E>                /* (not static: nvcc names the shared tile of an internal
+                                   function with a random tag, and tools/gen-ptx.py's text
+                                   must come out the same at every run) */
+__device__ __forceinline__ void pk_transpose_body(const pygpu_kargs &a)
 {
     typedef typename pk_elem<E>::t T;
     __shared__ T tile[PK_TILE][PK_TILE + 1];
