@@ -20,7 +20,8 @@ import pygpu.mpi  # noqa: E402  (after the skip)
 
 from conftest import clean_env, PACKAGE_ROOT  # noqa: E402
 
-EXAMPLE = os.path.join(PACKAGE_ROOT, "examples", "mpi_scatter_gather.py")
+# (the checkout's examples: with an installed wheel, PACKAGE_ROOT is site-packages)
+EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "mpi_scatter_gather.py")
 MODES = [pytest.param(True, id="direct"), pytest.param(False, id="staged")]
 # Staged works everywhere; direct needs an MPI that reads device memory.
 if pygpu.backend != "host" and not pygpu.mpi.cuda_aware():

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pygpu
+from conftest import PACKAGE_ROOT
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FILES = ["test_device_copy.py", "test_array_copy.py", "test_transfers.py", "test_faults.py"]
@@ -18,7 +19,8 @@ def test_without_kernels_every_copy_is_the_same():
     env = dict(os.environ, PYGPU_KERNELS="0")
     cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
            "-W", "ignore::pygpu.BackendWarning", *[os.path.join(HERE, f) for f in FILES]]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=os.path.dirname(HERE))
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600,
+                          cwd=PACKAGE_ROOT)     # (where the pygpu under test is: the checkout, or an installed wheel)
     tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-30:])
     assert proc.returncode == 0, tail
     assert " passed" in tail and " failed" not in tail, tail

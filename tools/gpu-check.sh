@@ -6,6 +6,10 @@
 #   bash tools/gpu-check.sh bench      build + everything but the tests
 #   bash tools/gpu-check.sh devices    build + the multi-device and MPI tests + bench --devices
 #   bash tools/gpu-check.sh copies     build + the tests of copies on the device + bench --copies
+#   bash tools/gpu-check.sh wheel      no build: the wheel carried in .wheels/ (built here with the CUDA
+#                                      runtime from PyPI, see .ci/run) installed into a fresh venv, the
+#                                      kernels' first use (PTX compiled by the driver), the transfer and
+#                                      device-copy bench, the suite against the installed wheel
 #   bash tools/gpu-check.sh ab         build + python -m pygpu.bench (8 B to 256 MiB, no peers), then
 #                                      tools/research/ab-staging.py: as built against each setting
 #                                      in $GPU_CHECK_AB (default AB_THREADS=8), interleaved, 3 rounds
@@ -19,6 +23,40 @@ what=${1:-all}
 echo "== machine"
 nvidia-smi --query-gpu=name,pci.bus_id,uuid,memory.total,driver_version --format=csv,noheader
 python3 -c "import sys, numpy; print('python', sys.version.split()[0], 'numpy', numpy.__version__)"
+
+if [ "$what" = wheel ]; then
+    repo=$PWD
+    # Into a folder of its own on PYTHONPATH, beside the machine's numpy,
+    # torch and CuPy (whose python3 may itself be a virtual environment's).
+    site=/tmp/pygpu-wheel py=python3
+    pip="python3 -m pip install -q --no-deps --no-index --target $site"
+    $pip .wheels/pygpu-*manylinux*.whl || $pip .wheels/pygpu-*linux_x86_64.whl
+    ls .wheels/apache_tvm_ffi-*.whl >/dev/null 2>&1 && $pip .wheels/apache_tvm_ffi-*.whl
+    export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH}
+    cd /tmp
+    $py -c "import pygpu; print('installed:', pygpu.__file__)"
+    $py -m pygpu --no-bench 2>&1 | tee "$OUT/wheel-main.log"
+    echo "== the kernels' first use in a fresh process (PTX compiled by the driver; then from its cache)"
+    for run in 1 2; do
+        $py - <<'PY'
+import time, numpy as np, pygpu
+x = pygpu.to_gpu(np.arange(1 << 20, dtype=np.float64).reshape(1024, 1024))
+pygpu.synchronize() if hasattr(pygpu, "synchronize") else None
+t = time.perf_counter(); y = x[::-1].copy(); y.get(); t1 = time.perf_counter() - t
+t = time.perf_counter(); y = x.T.copy(order="C"); y.get(); t2 = time.perf_counter() - t
+assert (y.get() == x.get().T).all()
+print(f"first copy by kernel {t1 * 1e3:.1f} ms, next kernel {t2 * 1e3:.1f} ms; {pygpu.copy_kernels()}")
+PY
+    done
+    echo "== python -m pygpu.bench, installed wheel"
+    $py -m pygpu.bench --sizes 8 16M 64M 256M --peers --no-copies 2>/dev/null | tee "$OUT/wheel-bench.txt"
+    $py -m pygpu.bench --copies 2>/dev/null | tee "$OUT/wheel-bench-copies.txt"
+    echo "== tests against the installed wheel (PYGPU_BACKEND=cuda)"
+    PYGPU_EXPECT_BACKENDS=host,cuda,hip PYGPU_EXPECT_CUDA_FROM=pypi timeout "${GPU_CHECK_TEST_S:-400}" \
+        $py -m pytest -q -ra -p no:cacheprovider -c "$repo/pyproject.toml" --rootdir "$repo" "$repo/tests" 2>&1 \
+        | tee "$OUT/wheel-tests.log" | tail -25
+    exit 0
+fi
 
 echo "== build"
 rm -rf build pygpu/*.so
