@@ -37,8 +37,7 @@ void pygpu_array_note_stream(pygpu_state *st, PyGPUArray *a, PyObject *stream, p
         if ((stream == NULL || stream == Py_None) && (cur = pygpu_current_stream(st)) == NULL)
             PyErr_Clear();  /* (only with no memory left: the record then keeps no reference) */
         PyObject *obj = cur ? cur : stream;
-        if (obj && PyObject_TypeCheck(obj, st->Stream) && ((PyGPUStream *)obj)->handle == s &&
-            ((PyGPUStream *)obj)->owned)
+        if (obj && pygpu_stream_owner(st, obj, s))
             ref = obj;
     }
     root->last_stream = s;

@@ -157,8 +157,7 @@ PyObject *pygpu_memory_new(pygpu_state *st, size_t nbytes, PyObject *stream)
     /* The per-thread default stream is another stream in each thread: give
      * such memory back on the legacy stream, which waits for it. */
     m->stream = h == PYGPU_STREAM_PER_THREAD ? PYGPU_STREAM_NULL : h;
-    if (PyObject_TypeCheck(stream, st->Stream) && ((PyGPUStream *)stream)->owned &&
-        ((PyGPUStream *)stream)->handle == h)
+    if (pygpu_stream_owner(st, stream, h))
         m->stream_ref = Py_NewRef(stream);
     m->cacheable = st->use_cache && st->use_pool && h == PYGPU_STREAM_NULL && nbytes > 0 &&
                    nbytes <= PYGPU_CACHE_MAX_BLOCK;

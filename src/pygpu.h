@@ -211,6 +211,12 @@ int pygpu_stream_arg(pygpu_state *st, PyObject *obj, pygpu_stream_t *out);
  * of another device is a ValueError naming both devices and `what` (the
  * object the work is for: "array").  `dev` -1: as pygpu_stream_arg. */
 int pygpu_stream_for(pygpu_state *st, PyObject *obj, int dev, const char *what, pygpu_stream_t *out);
+/* Whether `obj`, a stream argument that gave handle `h`, owns that stream,
+ * so that memory or a record ordered on it must keep `obj` alive: a
+ * created Stream, or another library's stream object (__cuda_stream__,
+ * such as cuda.core's, which destroys its stream when it goes).  An int
+ * handle is the caller's to keep alive. */
+int pygpu_stream_owner(pygpu_state *st, PyObject *obj, pygpu_stream_t h);
 /* The handle that `current` (the current Stream, from pygpu_current_stream)
  * stands for in work on device `dev`: its own, or dev's legacy stream. */
 pygpu_stream_t pygpu_current_stream_on(PyObject *current, int dev);

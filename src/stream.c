@@ -136,6 +136,15 @@ int pygpu_stream_arg(pygpu_state *st, PyObject *obj, pygpu_stream_t *out)
     return -1;
 }
 
+int pygpu_stream_owner(pygpu_state *st, PyObject *obj, pygpu_stream_t h)
+{
+    if (obj == NULL || obj == Py_None || PyLong_Check(obj))
+        return 0;
+    if (PyObject_TypeCheck(obj, st->Stream))
+        return ((PyGPUStream *)obj)->owned && ((PyGPUStream *)obj)->handle == h;
+    return 1;               /* (an object that pygpu_stream_arg took by its __cuda_stream__) */
+}
+
 pygpu_stream_t pygpu_current_stream_on(PyObject *current, int dev)
 {
     PyGPUStream *s = (PyGPUStream *)current;

@@ -338,6 +338,31 @@ def test_cuda_stream_objects_are_streams():
         g.get(stream=object())
 
 
+def test_cuda_stream_objects_are_kept_alive_by_what_is_ordered_on_them():
+    """Memory allocated on another library's stream object, and an array
+    whose last work was queued there, keep that object (its owner: cuda.core
+    destroys its stream when its Stream goes) until they are done with it.
+    An int handle stays the caller's to keep alive."""
+    import gc
+    import weakref
+    s = pygpu.Stream()
+    for make in (lambda st: pygpu.to_gpu_async(np.arange(64.0), stream=st),
+                 lambda st: pygpu.to_gpu(np.ones(8)).astype(np.float32, stream=st)):
+        foreign = CudaStream(s.ptr)
+        ref = weakref.ref(foreign)
+        g = make(foreign)
+        del foreign
+        gc.collect()
+        assert ref() is not None, "the array dropped the stream object it is ordered on"
+        s.synchronize()
+        del g
+        gc.collect()
+        assert ref() is None, "the stream object outlived everything ordered on it"
+    g = pygpu.to_gpu_async(np.arange(4.0), stream=s.ptr)          # (an int: nothing to keep)
+    s.synchronize()
+    np.testing.assert_array_equal(g.get(), np.arange(4.0))
+
+
 # ---- PyTorch on the GPU machine ---------------------------------------------------------------
 
 def _torch_cuda():
