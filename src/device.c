@@ -419,3 +419,73 @@ int pygpu_device_init(PyObject *m, pygpu_state *st)
     st->Device = (PyTypeObject *)PyType_FromModuleAndSpec(m, &device_spec, NULL);
     return st->Device ? PyModule_AddType(m, st->Device) : -1;
 }
+
+/* ---- module functions --------------------------------------------------- */
+
+static PyObject *mod_device_count(PyObject *m, PyObject *unused)
+{
+    (void)unused;
+    int n = pygpu_device_count(pygpu_module_state(m));
+    return n < 0 ? NULL : PyLong_FromLong(n);
+}
+
+static PyObject *mod_get_device(PyObject *m, PyObject *unused)
+{
+    (void)unused;
+    int d = pygpu_current_device(pygpu_module_state(m));
+    return d < 0 ? NULL : PyLong_FromLong(d);
+}
+
+static PyObject *mod_set_device(PyObject *m, PyObject *arg)
+{
+    pygpu_state *st = pygpu_module_state(m);
+    if (!PyIndex_Check(arg))
+        return PyErr_Format(PyExc_TypeError, "set_device() takes a device ordinal (int), not %.100s",
+                            Py_TYPE(arg)->tp_name);
+    long dev = PyLong_AsLong(arg);
+    if (dev == -1 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+            return NULL;
+        PyErr_Clear();
+        dev = LONG_MAX;
+    }
+    if (pygpu_check_device_id(st, dev) < 0 || pygpu_check(st, pygpu_rt_set_device((int)dev), "SetDevice") < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_synchronize(PyObject *m, PyObject *unused)
+{
+    (void)unused;
+    pygpu_status s;
+    if (pygpu_fork_check(pygpu_module_state(m)) < 0)
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    s = pygpu_rt_device_synchronize();
+    Py_END_ALLOW_THREADS
+    if (pygpu_check(pygpu_module_state(m), s, "DeviceSynchronize") < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_mem_get_info(PyObject *m, PyObject *unused)
+{
+    (void)unused;
+    size_t free_b = 0, total_b = 0;
+    if (pygpu_fork_check(pygpu_module_state(m)) < 0 ||
+        pygpu_check(pygpu_module_state(m), pygpu_rt_mem_get_info(&free_b, &total_b), "MemGetInfo") < 0)
+        return NULL;
+    return Py_BuildValue("(nn)", (Py_ssize_t)free_b, (Py_ssize_t)total_b);
+}
+
+PyMethodDef pygpu_device_methods[] = {
+    {"device_count", mod_device_count, METH_NOARGS,
+     "device_count()\n--\n\nThe number of devices; GPUError if the runtime has none."},
+    {"get_device", mod_get_device, METH_NOARGS, "get_device()\n--\n\nThe current device of this thread."},
+    {"set_device", mod_set_device, METH_O, "set_device(device, /)\n--\n\nMake `device` current in this thread."},
+    {"synchronize", mod_synchronize, METH_NOARGS,
+     "synchronize()\n--\n\nWait for all work on the current device."},
+    {"mem_get_info", mod_mem_get_info, METH_NOARGS,
+     "mem_get_info()\n--\n\n(free, total) bytes of the current device."},
+    {0},
+};

@@ -1,6 +1,7 @@
 /*
- * module.c -- the extension module: multi-phase init, per-module state, and
- * the module-level device functions.
+ * module.c -- the extension module: multi-phase init, per-module state
+ * (its traverse and clear), and the module functions that describe the
+ * build (versions, the copy kernels).
  *
  * The same sources build pygpu._cuda, pygpu._hip and pygpu._host; setup.py
  * defines PYGPU_BACKEND_{CUDA,HIP,HOST} and PYGPU_MODULE_NAME.
@@ -18,102 +19,13 @@
 #define PYGPU_STR2(x) #x
 #define PYGPU_STR(x) PYGPU_STR2(x)
 
-pygpu_state *pygpu_state_of_type(PyTypeObject *tp)
-{
-    /* Walk to the first base defined by this module (subclasses may be
-     * plain Python classes), as PyType_GetModuleByDef does on 3.11+. */
-    for (; tp; tp = tp->tp_base) {
-        if (!(tp->tp_flags & Py_TPFLAGS_HEAPTYPE))
-            continue;
-        PyObject *m = ((PyHeapTypeObject *)tp)->ht_module;
-        if (m && PyModule_GetDef(m) == &pygpu_module_def)
-            return (pygpu_state *)PyModule_GetState(m);
-    }
-    PyErr_SetString(PyExc_TypeError, "object's type is not from this pygpu module");
-    return NULL;
-}
-
-static pygpu_state *state(PyObject *module) { return (pygpu_state *)PyModule_GetState(module); }
-
 /* ---- module functions -------------------------------------------------- */
-
-static PyObject *mod_device_count(PyObject *m, PyObject *unused)
-{
-    (void)unused;
-    int n = pygpu_device_count(state(m));
-    return n < 0 ? NULL : PyLong_FromLong(n);
-}
-
-static PyObject *mod_get_device(PyObject *m, PyObject *unused)
-{
-    (void)unused;
-    int d = pygpu_current_device(state(m));
-    return d < 0 ? NULL : PyLong_FromLong(d);
-}
-
-static PyObject *mod_set_device(PyObject *m, PyObject *arg)
-{
-    pygpu_state *st = state(m);
-    if (!PyIndex_Check(arg))
-        return PyErr_Format(PyExc_TypeError, "set_device() takes a device ordinal (int), not %.100s",
-                            Py_TYPE(arg)->tp_name);
-    long dev = PyLong_AsLong(arg);
-    if (dev == -1 && PyErr_Occurred()) {
-        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
-            return NULL;
-        PyErr_Clear();
-        dev = LONG_MAX;
-    }
-    if (pygpu_check_device_id(st, dev) < 0 || pygpu_check(st, pygpu_rt_set_device((int)dev), "SetDevice") < 0)
-        return NULL;
-    Py_RETURN_NONE;
-}
-
-static PyObject *mod_synchronize(PyObject *m, PyObject *unused)
-{
-    (void)unused;
-    pygpu_status s;
-    if (pygpu_fork_check(state(m)) < 0)
-        return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    s = pygpu_rt_device_synchronize();
-    Py_END_ALLOW_THREADS
-    if (pygpu_check(state(m), s, "DeviceSynchronize") < 0)
-        return NULL;
-    Py_RETURN_NONE;
-}
-
-static PyObject *mod_mem_get_info(PyObject *m, PyObject *unused)
-{
-    (void)unused;
-    size_t free_b = 0, total_b = 0;
-    if (pygpu_fork_check(state(m)) < 0 ||
-        pygpu_check(state(m), pygpu_rt_mem_get_info(&free_b, &total_b), "MemGetInfo") < 0)
-        return NULL;
-    return Py_BuildValue("(nn)", (Py_ssize_t)free_b, (Py_ssize_t)total_b);
-}
-
-static PyObject *mod_current_stream(PyObject *m, PyObject *unused)
-{
-    (void)unused;
-    return pygpu_current_stream(state(m));
-}
-
-static PyObject *mod_stream_priority_range(PyObject *m, PyObject *unused)
-{
-    (void)unused;
-    int least = 0, greatest = 0;
-    if (pygpu_fork_check(state(m)) < 0 || pygpu_check(state(m), pygpu_rt_stream_priority_range(&least, &greatest),
-                    "DeviceGetStreamPriorityRange") < 0)
-        return NULL;
-    return Py_BuildValue("(ii)", least, greatest);
-}
 
 static PyObject *mod_runtime_version(PyObject *m, PyObject *unused)
 {
     (void)unused;
     int v = 0;
-    if (pygpu_check(state(m), pygpu_rt_runtime_version(&v), "RuntimeGetVersion") < 0)
+    if (pygpu_check(pygpu_module_state(m), pygpu_rt_runtime_version(&v), "RuntimeGetVersion") < 0)
         return NULL;
     return PyLong_FromLong(v);
 }
@@ -122,7 +34,7 @@ static PyObject *mod_driver_version(PyObject *m, PyObject *unused)
 {
     (void)unused;
     int v = 0;
-    if (pygpu_check(state(m), pygpu_rt_driver_version(&v), "DriverGetVersion") < 0)
+    if (pygpu_check(pygpu_module_state(m), pygpu_rt_driver_version(&v), "DriverGetVersion") < 0)
         return NULL;
     return PyLong_FromLong(v);
 }
@@ -131,7 +43,7 @@ static PyObject *mod_copy_kernels(PyObject *m, PyObject *unused)
 {
     (void)unused;
     pygpu_status k;
-    if (pygpu_fork_check(state(m)) < 0)
+    if (pygpu_fork_check(pygpu_module_state(m)) < 0)
         return NULL;
     Py_BEGIN_ALLOW_THREADS
     k = pygpu_rt_kernels_ready();
@@ -149,18 +61,6 @@ static PyMethodDef module_methods[] = {
      "current device, as a dict: 'origin' (what this build holds), 'ready' (whether they run\n"
      "here, loading them the first time) and 'why' (the runtime's status when they do not).\n"
      "Where they do not run, such copies take slower ways (many runtime copies, or the host)."},
-    {"device_count", mod_device_count, METH_NOARGS,
-     "device_count()\n--\n\nThe number of devices; GPUError if the runtime has none."},
-    {"get_device", mod_get_device, METH_NOARGS, "get_device()\n--\n\nThe current device of this thread."},
-    {"set_device", mod_set_device, METH_O, "set_device(device, /)\n--\n\nMake `device` current in this thread."},
-    {"synchronize", mod_synchronize, METH_NOARGS,
-     "synchronize()\n--\n\nWait for all work on the current device."},
-    {"mem_get_info", mod_mem_get_info, METH_NOARGS,
-     "mem_get_info()\n--\n\n(free, total) bytes of the current device."},
-    {"current_stream", mod_current_stream, METH_NOARGS,
-     "current_stream()\n--\n\nThe innermost `with stream:` of this thread, else Stream.null."},
-    {"stream_priority_range", mod_stream_priority_range, METH_NOARGS,
-     "stream_priority_range()\n--\n\n(least, greatest) stream priority of the current device."},
     {"runtime_version", mod_runtime_version, METH_NOARGS,
      "runtime_version()\n--\n\nThe runtime's version as the vendor encodes it (0 on host)."},
     {"driver_version", mod_driver_version, METH_NOARGS,
@@ -177,7 +77,7 @@ static int add_methods(PyObject *m, PyMethodDef *defs)
 
 static int module_exec(PyObject *m)
 {
-    pygpu_state *st = state(m);
+    pygpu_state *st = pygpu_module_state(m);
     pygpu_fork_init();
     pygpu_transfer_init();
     st->use_pool = 1;
@@ -196,6 +96,7 @@ static int module_exec(PyObject *m)
         pygpu_errors_init(m, st) < 0 || pygpu_device_init(m, st) < 0 ||
         pygpu_stream_init(m, st) < 0 || pygpu_event_init(m, st) < 0 ||
         pygpu_memory_init(m, st) < 0 || pygpu_pinned_init(m, st) < 0 ||
+        add_methods(m, pygpu_device_methods) < 0 || add_methods(m, pygpu_stream_methods) < 0 ||
         add_methods(m, pygpu_memcpy_methods) < 0 || add_methods(m, pygpu_pinned_methods) < 0 ||
         add_methods(m, pygpu_transfer_methods) < 0 ||
         pygpu_array_init(m, st) < 0 || pygpu_capi_init(m, st) < 0 || pygpu_interop_init(m, st) < 0 ||
@@ -207,7 +108,7 @@ static int module_exec(PyObject *m)
 
 static int module_traverse(PyObject *m, visitproc visit, void *arg)
 {
-    pygpu_state *st = state(m);
+    pygpu_state *st = pygpu_module_state(m);
     Py_VISIT(st->Device);
     Py_VISIT(st->Stream);
     Py_VISIT(st->Event);
@@ -229,7 +130,7 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg)
 
 static int module_clear(PyObject *m)
 {
-    pygpu_state *st = state(m);
+    pygpu_state *st = pygpu_module_state(m);
     pygpu_cache_flush(st);
     Py_CLEAR(st->devices);
     Py_CLEAR(st->null_stream);

@@ -60,9 +60,25 @@ typedef struct {
 
 extern PyModuleDef pygpu_module_def;
 
-/* The state of the module that defined `tp` (or a base of it); borrowed. */
-pygpu_state *pygpu_state_of_type(PyTypeObject *tp);
+/* The state of the module that defined `tp` (or a base of it); borrowed.
+ * Walks to the first base defined by this module (subclasses may be plain
+ * Python classes), as PyType_GetModuleByDef does on 3.11+; here, not in
+ * module.c, so that the type files need nothing of the module's. */
+static inline pygpu_state *pygpu_state_of_type(PyTypeObject *tp)
+{
+    for (; tp; tp = tp->tp_base) {
+        if (!(tp->tp_flags & Py_TPFLAGS_HEAPTYPE))
+            continue;
+        PyObject *m = ((PyHeapTypeObject *)tp)->ht_module;
+        if (m && PyModule_GetDef(m) == &pygpu_module_def)
+            return (pygpu_state *)PyModule_GetState(m);
+    }
+    PyErr_SetString(PyExc_TypeError, "object's type is not from this pygpu module");
+    return NULL;
+}
 #define pygpu_state_of(obj) pygpu_state_of_type(Py_TYPE(obj))
+/* The state of module `m` (a module function's first argument); borrowed. */
+static inline pygpu_state *pygpu_module_state(PyObject *m) { return (pygpu_state *)PyModule_GetState(m); }
 
 typedef struct {
     PyObject_HEAD
@@ -196,6 +212,22 @@ PyObject *pygpu_device_get(pygpu_state *st, int dev);
  * set, or -1 with TypeError/ValueError naming `what`. */
 int pygpu_device_arg(pygpu_state *st, PyObject *obj, const char *what, int *dev);
 int pygpu_device_init(PyObject *m, pygpu_state *st);
+/* The module functions of devices (device_count, get_device, set_device,
+ * synchronize, mem_get_info) and of streams (current_stream,
+ * stream_priority_range), beside their types. */
+extern PyMethodDef pygpu_device_methods[];
+extern PyMethodDef pygpu_stream_methods[];
+
+/* ---- peer.c ---------------------------------------------------------- */
+
+/* 1 if copies from device `src` to `dst` go peer to peer (the setting
+ * allows it and so does the hardware, both ways), enabling peer access the
+ * first time; 0 if they are staged through the host.  No Python calls. */
+int pygpu_peer_usable(int dst, int src);
+/* Let device `dev` address `peer`'s memory (remembered, so that later
+ * copies know); the runtime's status.  The current device is kept. */
+pygpu_status pygpu_peer_enable(int dev, int peer);
+pygpu_status pygpu_peer_disable(int dev, int peer);
 
 /* ---- stream.c ---------------------------------------------------------- */
 
@@ -285,14 +317,6 @@ typedef struct {
  * -1 with an exception set. */
 int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape,
                ptrdiff_t itemsize, pygpu_stream_t s, int async);
-/* 1 if copies from device `src` to `dst` go peer to peer (the setting
- * allows it and so does the hardware, both ways), enabling peer access the
- * first time; 0 if they are staged through the host.  No Python calls. */
-int pygpu_peer_usable(int dst, int src);
-/* Let device `dev` address `peer`'s memory (remembered, so that later
- * copies know); the runtime's status.  The current device is kept. */
-pygpu_status pygpu_peer_enable(int dev, int peer);
-pygpu_status pygpu_peer_disable(int dev, int peer);
 /* 1 if PyGPU's kernels can run on device `dev` (-1: the current one),
  * readying them there the first time; 0 if not (with the one-time
  * BackendWarning saying why); -1 with an exception set. */

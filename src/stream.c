@@ -458,3 +458,29 @@ int pygpu_stream_init(PyObject *m, pygpu_state *st)
     PyType_Modified(st->Stream);
     return PyModule_AddType(m, st->Stream);
 }
+
+/* ---- module functions --------------------------------------------------- */
+
+static PyObject *mod_current_stream(PyObject *m, PyObject *unused)
+{
+    (void)unused;
+    return pygpu_current_stream(pygpu_module_state(m));
+}
+
+static PyObject *mod_stream_priority_range(PyObject *m, PyObject *unused)
+{
+    (void)unused;
+    int least = 0, greatest = 0;
+    if (pygpu_fork_check(pygpu_module_state(m)) < 0 || pygpu_check(pygpu_module_state(m), pygpu_rt_stream_priority_range(&least, &greatest),
+                    "DeviceGetStreamPriorityRange") < 0)
+        return NULL;
+    return Py_BuildValue("(ii)", least, greatest);
+}
+
+PyMethodDef pygpu_stream_methods[] = {
+    {"current_stream", mod_current_stream, METH_NOARGS,
+     "current_stream()\n--\n\nThe innermost `with stream:` of this thread, else Stream.null."},
+    {"stream_priority_range", mod_stream_priority_range, METH_NOARGS,
+     "stream_priority_range()\n--\n\n(least, greatest) stream priority of the current device."},
+    {0},
+};
