@@ -213,42 +213,71 @@ static int order_arg(PyObject *obj, int allow_any)
 
 int pygpu_order_arg(PyObject *obj, int allow_any) { return order_arg(obj, allow_any); }
 
-/* A host array (anything NumPy converts) copied to a new GPUArray. */
-static PyObject *from_host(pygpu_state *st, PyTypeObject *tp, PyObject *obj, PyArray_Descr *descr,
-                           PyObject *stream, int async)
+/* The host array an upload copies: `obj` as NumPy converts it (cast to
+ * `descr` if given, which is stolen, with NumPy's FORCECAST), in a dtype
+ * PyGPU holds (non-native byte order made native; others refused).  The
+ * one set of conversion rules of every upload: to_gpu with or without an
+ * allocator, asarray and from_dlpack of host data.  New reference. */
+static PyArrayObject *upload_source(PyObject *obj, PyArray_Descr *descr)
 {
     PyArrayObject *h = (PyArrayObject *)PyArray_FromAny(obj, descr, 0, 0, NPY_ARRAY_FORCECAST, NULL);
     if (!h)
         return NULL;
     PyArray_Descr *d = PyArray_DESCR(h);
     if (!pygpu_descr_supported(d)) {
-        /* Non-native byte order converts; other dtypes are refused. */
-        PyArray_Descr *nd = pygpu_descr_arg((PyObject *)d);
+        /* Data in the other byte order is converted (the upload copies it
+         * anyway); other dtypes are refused, naming the ones held. */
+        PyArray_Descr *nd = PyArray_ISNBO(d->byteorder) ? NULL : PyArray_DescrNewByteorder(d, NPY_NATIVE);
+        if (!nd || !pygpu_descr_supported(nd)) {
+            Py_XDECREF(nd);
+            PyErr_Clear();
+            nd = pygpu_descr_arg((PyObject *)d);        /* (the error naming the dtypes held) */
+        }
         if (!nd) {
             Py_DECREF(h);
             return NULL;
         }
         Py_SETREF(h, (PyArrayObject *)PyArray_FromAny((PyObject *)h, nd, 0, 0, NPY_ARRAY_FORCECAST, NULL));
-        if (!h)
-            return NULL;
-        d = PyArray_DESCR(h);
     }
-    int fortran = PyArray_IS_F_CONTIGUOUS(h) && !PyArray_IS_C_CONTIGUOUS(h);
-    Py_INCREF(d);
-    PyGPUArray *a = (PyGPUArray *)pygpu_array_empty(st, tp, d, PyArray_NDIM(h), PyArray_SHAPE(h), fortran,
-                                                    stream);
+    return h;
+}
+
+/* The upload itself: host array `h` copied into `a` (a new array of its
+ * shape and type) on `stream`, which `a` then records; 0, or -1. */
+static int upload_into(pygpu_state *st, PyGPUArray *a, PyArrayObject *h, PyObject *stream, int async)
+{
     pygpu_stream_t s;
-    if (!a || pygpu_stream_for(st, stream, a->device, "array", &s) < 0)
-        goto fail;
+    if (pygpu_stream_for(st, stream, a->device, "array", &s) < 0)
+        return -1;
     pygpu_side dst = {a->data, GA_STRIDES(a), 1, a->device}, src = {PyArray_BYTES(h), PyArray_STRIDES(h), 0, -1};
     if (pygpu_copy(st, dst, src, a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, async) < 0)
-        goto fail;
+        return -1;
+    pygpu_array_note_stream(st, a, stream, s);
+    return 0;
+}
+
+static int f_only(PyArrayObject *h) { return PyArray_IS_F_CONTIGUOUS(h) && !PyArray_IS_C_CONTIGUOUS(h); }
+
+/* pygpu_array_from_host, making an array of type `tp` (GPUArray or a subclass). */
+static PyObject *from_host(pygpu_state *st, PyTypeObject *tp, PyObject *obj, PyArray_Descr *descr,
+                           PyObject *stream, int async)
+{
+    PyArrayObject *h = upload_source(obj, descr);
+    if (!h)
+        return NULL;
+    PyArray_Descr *d = PyArray_DESCR(h);
+    Py_INCREF(d);
+    PyGPUArray *a = (PyGPUArray *)pygpu_array_empty(st, tp, d, PyArray_NDIM(h), PyArray_SHAPE(h), f_only(h),
+                                                    stream);
+    if (a && upload_into(st, a, h, stream, async) < 0)
+        Py_CLEAR(a);
     Py_DECREF(h);
     return (PyObject *)a;
-fail:
-    Py_XDECREF(a);
-    Py_DECREF(h);
-    return NULL;
+}
+
+PyObject *pygpu_array_from_host(pygpu_state *st, PyObject *obj, PyArray_Descr *descr, PyObject *stream, int async)
+{
+    return from_host(st, st->Array, obj, descr, stream, async);
 }
 
 /* The address `gpudata` names: a DeviceAllocation's (ValueError once
@@ -604,15 +633,16 @@ static PyObject *to_gpu_impl(PyObject *m, PyObject *args, PyObject *kwds, int as
     if (dtype != Py_None && !(d = pygpu_descr_arg(dtype)))
         return NULL;
     if (allocator == Py_None)
-        return from_host(st, st->Array, obj, d, stream, async);
-    /* PyCUDA's to_gpu(ary, allocator): memory from the allocator, then a set. */
-    PyObject *h = PyArray_FromAny(obj, d, 0, 0, NPY_ARRAY_FORCECAST, NULL), *a = NULL, *shape, *order = NULL;
+        return pygpu_array_from_host(st, obj, d, stream, async);
+    /* PyCUDA's to_gpu(ary, allocator): memory from the allocator, then the
+     * same upload as without one. */
+    PyArrayObject *h = upload_source(obj, d);
+    PyObject *a = NULL, *shape = NULL, *order = NULL;
     if (!h)
         return NULL;
-    int fortran = PyArray_IS_F_CONTIGUOUS((PyArrayObject *)h) && !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)h);
-    if ((shape = PyObject_GetAttrString(h, "shape")) && (order = PyUnicode_FromString(fortran ? "F" : "C")))
-        a = allocated_empty(st, shape, (PyObject *)PyArray_DESCR((PyArrayObject *)h), order, allocator);
-    if (a && pygpu_array_assign((PyGPUArray *)a, h, stream, async) < 0)
+    if ((shape = PyObject_GetAttrString((PyObject *)h, "shape")) && (order = PyUnicode_FromString(f_only(h) ? "F" : "C")))
+        a = allocated_empty(st, shape, (PyObject *)PyArray_DESCR(h), order, allocator);
+    if (a && upload_into(st, (PyGPUArray *)a, h, stream, async) < 0)
         Py_CLEAR(a);
     Py_XDECREF(shape);
     Py_XDECREF(order);

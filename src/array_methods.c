@@ -4,7 +4,7 @@
  * reshape, ravel, squeeze, transpose, swapaxes) or copies (flatten).
  */
 #include "pygpu.h"
-#include "transfer/settings.h"
+#include "transfer/pinned_pool.h"
 
 #define SELF ((PyGPUArray *)self)
 #define KW(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
@@ -52,27 +52,17 @@ static int axis_arg(PyObject *obj, int nd, int *axis)
 
 /* ---- transfers ------------------------------------------------------------ */
 
-/* get()'s arrays of this size or more, and big enough to stage, come from
- * the pinned pool.  Smaller ones would be faster from it too (64 KiB on an
- * H200: 9.8 us into a pooled array, 11.7-16.9 staged into a new one, 17.7
- * the runtime's way), but the pool keeps a plain list of its blocks,
- * searched at every take: a program holding many thousands of small
- * results would pay for that. */
-#define POOLED_GET_MIN ((size_t)1 << 20)
-
 /* A new C-order host array for `a`'s elements: page-locked if asked; else,
- * for copies of POOLED_GET_MIN or more that are big enough to stage, from
- * the pinned pool (DMA goes straight into it at the link's speed), falling
- * back to ordinary memory when the pool is full.  New reference. */
+ * where the transfer wing says so (pygpu_pinned_for_get), from the pinned
+ * pool (DMA goes straight into it at the link's speed), falling back to
+ * ordinary memory when the pool is full.  New reference. */
 static PyObject *new_host_array(pygpu_state *st, PyGPUArray *a, int pagelocked)
 {
-    pygpu_transfer_config cfg;
     PyObject *out;
     ptrdiff_t nbytes = pygpu_array_size(a) * GA_ITEMSIZE(a);
     if (pagelocked)
         return pygpu_pagelocked_empty(st, a->descr, a->nd, GA_SHAPE(a), 0);
-    pygpu_transfer_config_get(&cfg);
-    if ((size_t)nbytes >= cfg.min_bytes && (size_t)nbytes >= POOLED_GET_MIN) {
+    if (pygpu_pinned_for_get((size_t)nbytes)) {
         out = pygpu_pagelocked_empty(st, a->descr, a->nd, GA_SHAPE(a), 1);
         if (out || PyErr_Occurred())
             return out;

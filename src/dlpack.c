@@ -744,22 +744,22 @@ static PyObject *on_current_stream(pygpu_state *st, PyObject *arr)
     return arr;
 }
 
-/* Host data copied to device `target` (-1: the current one) by to_gpu,
- * converted to `dtype` if given; new reference. */
+/* Host data copied to device `target` (-1: the current one) through the
+ * upload door (as to_gpu), converted to `dtype` if given; new reference. */
 static PyObject *upload(pygpu_state *st, PyObject *host, int target, PyObject *dtype)
 {
-    PyObject *mod = PyType_GetModule(st->Array), *f, *r = NULL;
+    PyArray_Descr *d = NULL;
+    PyObject *r = NULL;
     int prev = -1;
-    if (!mod || !(f = PyObject_GetAttrString(mod, "to_gpu")))
+    if (dtype && dtype != Py_None && !(d = pygpu_descr_arg(dtype)))
         return NULL;
     if (target < 0 || pygpu_device_enter(st, target, &prev) == 0) {
-        PyObject *args[3] = {NULL, host, dtype};
-        r = PyObject_Vectorcall(f, args + 1, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET,
-                                dtype ? pygpu_interop_get(st, PYGPU_IX_KW_DTYPE) : NULL);
+        r = pygpu_array_from_host(st, host, d, Py_None, 0);
+        d = NULL;                   /* (stolen) */
         if (prev >= 0 && pygpu_device_leave(st, prev) < 0)
             Py_CLEAR(r);
     }
-    Py_DECREF(f);
+    Py_XDECREF(d);
     return r;
 }
 
@@ -1206,7 +1206,6 @@ static PyObject *make_cache(void)
     static const char *const keys[] = {"shape", "typestr", "data", "version", "strides", "descr", "stream", "mask"};
     static const char *const kw[] = {"stream", "max_version", "dl_device", "copy"};
     static const char *const kw_svc[] = {"stream", "max_version", "copy"};
-    static const char *const kw_dtype[] = {"dtype"};
     PyObject *t = PyTuple_New(PYGPU_IX_COUNT), *types = PyTuple_New(NPY_HALF + 1), *items = PyTuple_New(NPY_HALF + 1);
     PyObject *empty = PyUnicode_FromString("");
     if (!t || !types || !items || !empty)
@@ -1236,7 +1235,6 @@ static PyObject *make_cache(void)
     PyTuple_SET_ITEM(t, PYGPU_IX_KW_SV, names_tuple(2, kw));
     PyTuple_SET_ITEM(t, PYGPU_IX_KW_SVC, names_tuple(3, kw_svc));
     PyTuple_SET_ITEM(t, PYGPU_IX_KW_SVDC, names_tuple(4, kw));
-    PyTuple_SET_ITEM(t, PYGPU_IX_KW_DTYPE, names_tuple(1, kw_dtype));
     PyTuple_SET_ITEM(t, PYGPU_IX_MAX_VERSION, Py_BuildValue("(ii)", PYGPU_DLPACK_MAJOR, PYGPU_DLPACK_MINOR));
     PyTuple_SET_ITEM(t, PYGPU_IX_CPU_DEVICE, Py_BuildValue("(ii)", (int)kDLCPU, 0));
     PyTuple_SET_ITEM(t, PYGPU_IX_OLD_PRODUCERS, PySet_New(NULL));

@@ -341,6 +341,12 @@ int pygpu_fill(pygpu_state *st, pygpu_side dst, int nd, const ptrdiff_t *shape, 
 PyObject *pygpu_array_wrap(pygpu_state *st, PyTypeObject *tp, PyArray_Descr *descr, int nd,
                            const ptrdiff_t *shape, const ptrdiff_t *strides, char *data,
                            PyObject *mem, PyObject *base, int device, int writeable);
+/* The one upload door: host data `obj` (anything NumPy converts; cast to
+ * `descr` if not NULL, which is stolen) in a new array on the current
+ * device, copied on `stream` (a stream argument), done on return unless
+ * `async`.  to_gpu, to_gpu_async, asarray and from_dlpack of host data all
+ * come here.  New reference. */
+PyObject *pygpu_array_from_host(pygpu_state *st, PyObject *obj, PyArray_Descr *descr, PyObject *stream, int async);
 /* A new array with fresh device memory on the current device, C or F
  * order, allocated on `stream` (a stream argument).  Steals `descr`. */
 PyObject *pygpu_array_empty(pygpu_state *st, PyTypeObject *tp, PyArray_Descr *descr, int nd,
@@ -416,7 +422,6 @@ enum pygpu_interop_index {
     PYGPU_IX_TYPESTRS, PYGPU_IX_DESCR_ITEMS,    /* by type_num: '<f4', ('', '<f4'); None if unsupported */
     PYGPU_IX_CAI_ATTR, PYGPU_IX_DLPACK_ATTR, PYGPU_IX_DLPACK_DEVICE_ATTR, PYGPU_IX_COPY_ATTR,
     PYGPU_IX_KW_S, PYGPU_IX_KW_SV, PYGPU_IX_KW_SVC, PYGPU_IX_KW_SVDC,   /* kwnames for __dlpack__ */
-    PYGPU_IX_KW_DTYPE,                          /* ('dtype',) for to_gpu */
     PYGPU_IX_MAX_VERSION, PYGPU_IX_CPU_DEVICE,  /* (1, 1) and (kDLCPU, 0) */
     PYGPU_IX_OLD_PRODUCERS,                     /* set of types whose __dlpack__ takes only stream= */
     PYGPU_IX_CAI_TEMPLATE,                      /* a dict of the CAI keys, copied for each export */

@@ -25,6 +25,11 @@ void pygpu_pinned_stats_get(pygpu_pinned_stats *s);
 void pygpu_pinned_set_limit(size_t limit);
 void pygpu_pinned_trim(void);
 
+/* Whether get() of `nbytes` takes its new host array from the pool: from
+ * POOLED_GET_MIN (pinned_pool.c), and only where the copy is big enough to
+ * be staged (settings.c's min_bytes). */
+int pygpu_pinned_for_get(size_t nbytes);
+
 /* Registers the pool's fork handler (its lock held over fork). */
 void pygpu_pinned_pool_init(void);
 
