@@ -94,7 +94,7 @@ static pygpu_status note(ctx *c, pygpu_status r, const char *call)
     return r;
 }
 
-/* ---- the engine: runtime copies straight between two layouts ------------- */
+/* ---- runtime copies straight between two layouts ------------------------- */
 
 typedef struct {
     ptrdiff_t width;            /* bytes per row */
@@ -103,7 +103,7 @@ typedef struct {
     ptrdiff_t calls;            /* runtime calls needed */
 } geometry;
 
-/* How the engine would copy simplified pair `p`. */
+/* How runtime_copies would copy simplified pair `p`. */
 static geometry geometry_of(const pygpu_pair *p, ptrdiff_t itemsize)
 {
     geometry g = {itemsize, -1, 0, 1};
@@ -125,7 +125,7 @@ static geometry geometry_of(const pygpu_pair *p, ptrdiff_t itemsize)
 }
 
 /* Issue the copies of `p` from src (layout 1) to dst (layout 0). */
-static pygpu_status engine(ctx *c, const pygpu_pair *p, const geometry *g, char *dst, const char *src,
+static pygpu_status runtime_copies(ctx *c, const pygpu_pair *p, const geometry *g, char *dst, const char *src,
                            enum pygpu_copy_kind kind)
 {
     ptrdiff_t idx[PYGPU_MAXDIMS] = {0};
@@ -158,7 +158,7 @@ static pygpu_status engine(ctx *c, const pygpu_pair *p, const geometry *g, char 
 /* ---- copies on one device: the rule ----------------------------------------- */
 
 enum d2d_way {
-    D2D_RUNTIME,                /* the runtime's copies (the engine) */
+    D2D_RUNTIME,                /* the runtime's copies (runtime_copies) */
     D2D_KERNEL,                 /* PyGPU's kernels (devcopy.c) */
     D2D_HOST,                   /* through the host: too many runtime calls, no kernels */
 };
@@ -196,7 +196,7 @@ static pygpu_status on_device(ctx *c, const pygpu_pair *p, char *dst, const char
     geometry g = geometry_of(p, itemsize);
     if (d2d_way(c, &g) == D2D_KERNEL)
         return note(c, pygpu_dev_copy(p, dst, src, itemsize, c->s), "LaunchKernel");
-    return engine(c, p, &g, dst, src, PYGPU_COPY_D2D);
+    return runtime_copies(c, p, &g, dst, src, PYGPU_COPY_D2D);
 }
 
 /* ---- helpers -------------------------------------------------------------- */
@@ -397,8 +397,9 @@ static size_t pipeline_min_bytes(void)
     return cfg.min_bytes;
 }
 
-/* 1 if a copy of `nbytes` to or from `host` is worth the pinned pipeline. */
-static int pageable(const void *host, const pygpu_pair *p, ptrdiff_t itemsize)
+/* 1 if a copy of `p` to or from `host` is worth the staging pipeline
+ * (pageable host memory, and big enough). */
+static int worth_staging(const void *host, const pygpu_pair *p, ptrdiff_t itemsize)
 {
     return pygpu_should_stage(host, (size_t)(pair_size(p) * itemsize));
 }
@@ -492,11 +493,11 @@ static pygpu_status h2d(ctx *c, const pygpu_pair *p, const geometry *g, char *ds
     pygpu_status r;
     if (pygpu_pair_is_dense(p, 0, itemsize))
         return host_to_dense(c, p, 1, dst, src, itemsize);
-    int stage = pageable(src, p, itemsize);
+    int stage = worth_staging(src, p, itemsize);
     /* A few wide rows straight between the layouts, unless the host side
      * is pageable: then the pipeline is faster. */
     if (g->calls <= MAX_DIRECT_CALLS && g->width >= WIDE_ROW && !stage)
-        return engine(c, p, g, dst, src, PYGPU_COPY_H2D);
+        return runtime_copies(c, p, g, dst, src, PYGPU_COPY_H2D);
     /* Rows (or single elements) at a pitch: staged straight into them by
      * 2-D copies, no device-side pass. */
     if (stage && g->calls == 1 && g->hax == 0) {
@@ -613,8 +614,8 @@ static pygpu_status d2h(ctx *c, const pygpu_pair *p, const geometry *g, char *ds
     pygpu_status r;
     if (pygpu_pair_is_dense(p, 1, itemsize))
         return dense_to_host(c, p, 0, dst, src, itemsize, c->async);
-    if (g->calls <= MAX_DIRECT_CALLS && g->width >= WIDE_ROW && !pageable(dst, p, itemsize)) {
-        if ((r = engine(c, p, g, dst, src, PYGPU_COPY_D2H)) == 0 && !may_queue_down(c->async, dst))
+    if (g->calls <= MAX_DIRECT_CALLS && g->width >= WIDE_ROW && !worth_staging(dst, p, itemsize)) {
+        if ((r = runtime_copies(c, p, g, dst, src, PYGPU_COPY_D2H)) == 0 && !may_queue_down(c->async, dst))
             r = note(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize");
         return r;
     }
@@ -644,7 +645,7 @@ static pygpu_status d2h(ctx *c, const pygpu_pair *p, const geometry *g, char *ds
         r = 0;
     }
     if (gd.calls <= MAX_DIRECT_CALLS && gd.width >= NARROW_MIN && nbytes >= GATHER_MIN_BYTES &&
-        !pageable(dst, p, itemsize)) {
+        !worth_staging(dst, p, itemsize)) {
         const char *call = c->call;
         if (dev_temp(c, &t, nbytes) == 0)
             return gather_down(c, p, dst, src, itemsize, &t);
