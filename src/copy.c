@@ -33,7 +33,7 @@
 #include "transfer/settings.h"
 #include "transfer/trace.h"
 
-#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -301,20 +301,57 @@ static pygpu_status dev_temp(ctx *c, temps *t, size_t n)
     return note(c, pygpu_rt_malloc_async(&t->dev, n, c->s, &t->dev_pooled), "MallocAsync");
 }
 
+/* ---- the host side of a copy, asked once --------------------------------- */
+
+/* The host memory of a copy between host and device: whether it is
+ * page-locked is asked of the runtime once, and only when a decision needs
+ * it (a small synchronous copy never asks: an 8-byte to_gpu pays nothing
+ * for it). */
+typedef struct {
+    const void *ptr;
+    size_t nbytes;              /* the copy's bytes */
+    size_t min_bytes;           /* the staging threshold (transfer_config) */
+    int kind;                   /* 0 not asked, 1 page-locked, 2 pageable, 3 the runtime could not say */
+} host_side;
+
+static host_side host_side_of(const void *ptr, size_t nbytes)
+{
+    pygpu_transfer_config cfg;
+    pygpu_transfer_config_get(&cfg);
+    return (host_side){ptr, nbytes, cfg.min_bytes, 0};
+}
+
+static int host_kind(host_side *h)
+{
+    int pinned = 0;
+    if (!h->kind)
+        h->kind = pygpu_rt_host_is_pinned(h->ptr, &pinned) != 0 ? 3 : pinned ? 1 : 2;
+    return h->kind;
+}
+
+/* Worth the staging pipeline: pageable, and big enough. */
+static int host_stage(host_side *h) { return h->nbytes >= h->min_bytes && host_kind(h) == 2; }
+
+/* A copy down into it may be left queued: the caller's copy is
+ * asynchronous (`allowed`) and the memory page-locked (then the stream
+ * says when it is done). */
+static int host_queue(host_side *h, int allowed) { return allowed && host_kind(h) == 1; }
+
 /* ---- the directions ------------------------------------------------------- */
 
 /* Host layout `which` of `p` at `host` into the dense device buffer `dev`:
- * through the staging pipeline when the host memory is pageable and the copy
- * large, else in one copy (gathering on the host first if need be). */
+ * through the staging pipeline when `stage` (host_stage: the caller has
+ * asked), else in one copy (gathering on the host first if need be); the
+ * pipeline may decline (engine busy), and then the one copy goes. */
 static pygpu_status host_to_dense(ctx *c, const pygpu_pair *p, int which, char *dev, const char *host,
-                                  ptrdiff_t itemsize)
+                                  ptrdiff_t itemsize, int stage)
 {
     temps t = {0};
     ptrdiff_t ds[PYGPU_MAXDIMS];
     size_t nbytes = (size_t)(pair_size(p) * itemsize);
     pygpu_status r;
     int done = 0;
-    if (pygpu_should_stage(host, nbytes)) {
+    if (stage) {
         pygpu_host_layout h = {(char *)host, p->strides[which], p->nd, p->shape, itemsize};
         if ((r = staged(c, 1, dev, h, &done)) != 0 || done)
             return r;
@@ -327,15 +364,6 @@ static pygpu_status host_to_dense(ctx *c, const pygpu_pair *p, int which, char *
     pygpu_host_strided_copy(t.host, ds, host, p->strides[which], p->nd, p->shape, itemsize);
     r = note(c, pygpu_rt_memcpy_async(dev, t.host, nbytes, PYGPU_COPY_H2D, c->s), "MemcpyAsync");
     return temps_free(c, &t, r);
-}
-
-/* Whether a copy down into `host` may be left queued: `allowed` (the
- * caller's copy is asynchronous and `host` is its memory, not a temporary)
- * and `host` is page-locked (then the stream says when it is done). */
-static int may_queue_down(int allowed, const void *host)
-{
-    int pinned = 0;
-    return allowed && pygpu_rt_host_is_pinned(host, &pinned) == 0 && pinned;
 }
 
 /* A small dense copy down into pageable memory, through a page-locked block
@@ -356,24 +384,23 @@ static pygpu_status bounce_down(ctx *c, char *host, const char *dev, size_t n, i
     return r;
 }
 
-/* The dense device buffer `dev` into host layout `which` of `p` at `host`;
- * done when this returns, unless `async` allows leaving it queued (see
- * may_queue_down). */
+/* The dense device buffer `dev` into host layout `which` of `p` at `host`:
+ * staged when `stage` (as host_to_dense); done when this returns, unless
+ * `queue` (host_queue) allows leaving it queued. */
 static pygpu_status dense_to_host(ctx *c, const pygpu_pair *p, int which, char *host, const char *dev,
-                                  ptrdiff_t itemsize, int async)
+                                  ptrdiff_t itemsize, int stage, int queue)
 {
     temps t = {0};
     ptrdiff_t ds[PYGPU_MAXDIMS];
     size_t nbytes = (size_t)(pair_size(p) * itemsize);
     pygpu_status r;
     int done = 0;
-    if (pygpu_should_stage(host, nbytes)) {
+    if (stage) {
         pygpu_host_layout h = {host, p->strides[which], p->nd, p->shape, itemsize};
         if ((r = staged(c, 0, (char *)dev, h, &done)) != 0 || done)
             return r;
     }
     if (pygpu_pair_is_dense(p, which, itemsize)) {
-        int queue = may_queue_down(async, host);
         if (!queue && ((r = bounce_down(c, host, dev, nbytes, &done)) != 0 || done))
             return r;
         if ((r = note(c, pygpu_rt_memcpy_async(host, dev, nbytes, PYGPU_COPY_D2H, c->s), "MemcpyAsync")) == 0 &&
@@ -387,21 +414,6 @@ static pygpu_status dense_to_host(ctx *c, const pygpu_pair *p, int which, char *
         (r = note(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize")) == 0)
         pygpu_host_strided_copy(host, p->strides[which], t.host, ds, p->nd, p->shape, itemsize);
     return temps_free(c, &t, r);
-}
-
-/* Copies this big are worth the pipeline (whatever the host memory). */
-static size_t pipeline_min_bytes(void)
-{
-    pygpu_transfer_config cfg;
-    pygpu_transfer_config_get(&cfg);
-    return cfg.min_bytes;
-}
-
-/* 1 if a copy of `p` to or from `host` is worth the staging pipeline
- * (pageable host memory, and big enough). */
-static int worth_staging(const void *host, const pygpu_pair *p, ptrdiff_t itemsize)
-{
-    return pygpu_should_stage(host, (size_t)(pair_size(p) * itemsize));
 }
 
 /* Narrow rows (4 to 63 bytes) going up from pageable memory go up dense and
@@ -466,7 +478,7 @@ static pygpu_status scatter_up(ctx *c, const pygpu_pair *p, char *dst, const cha
         (r = note(c, pygpu_rt_event_create(&sc.ev, PYGPU_EVENT_DISABLE_TIMING), "EventCreateWithFlags")) == 0) {
         c->queued = scatter_queued;
         c->queued_arg = &sc;
-        r = host_to_dense(c, p, 1, t->dev, src, itemsize);
+        r = host_to_dense(c, p, 1, t->dev, src, itemsize, 1);      /* (its route: staged) */
         c->queued = NULL;
         c->queued_arg = NULL;
         if (r == 0 && !c->stopped)
@@ -484,38 +496,104 @@ static pygpu_status scatter_up(ctx *c, const pygpu_pair *p, char *dst, const cha
     return temps_free(c, t, r);
 }
 
+/* ---- the route: how a copy between host and device goes ------------------ */
+
+/* The ways a copy between host and device can go, in the order they are
+ * tried; route_up and route_down choose, each the one place for its
+ * direction.  A route that finds no room for its device buffer, or a
+ * staging pipeline that declines (another thread's transfer has it), falls
+ * to the next that fits. */
+enum route {
+    ROUTE_NONE,
+    ROUTE_STAGED,           /* the device side dense, the host's pageable: the staging pipeline */
+    ROUTE_DMA,              /* the device side dense: one DMA (the host gathering or scattering) */
+    ROUTE_RUNTIME,          /* a few wide rows straight between the layouts (runtime_copies) */
+    ROUTE_STAGED_ROWS,      /* up: rows at a pitch, staged straight into them by 2-D DMA */
+    ROUTE_SCATTER_AS_UP,    /* up: dense into a device buffer, scattered slab by slab as it arrives */
+    ROUTE_SCATTER,          /* up: dense into a device buffer, then scattered on the device */
+    ROUTE_GATHER,           /* down: gathered on the device whole, then down dense */
+    ROUTE_GATHER_PIECES,    /* down: gathered on the device in pieces, each going down once gathered */
+    ROUTE_STAGED_VIEW,      /* down: the bytes the view covers through the pipeline, the workers gather */
+    ROUTE_HOST_GATHER,      /* down: the bytes the view covers in one DMA, the host gathers */
+};
+
+static const char *const route_names[] = {
+    "none", "staged", "one DMA", "runtime copies", "staged rows", "scattered as it arrives", "scattered",
+    "gathered on the device", "gathered on the device in pieces", "staged view", "gathered on the host",
+};
+
+/* With PYGPU_STAGING_TRACE=1, each route taken and why, on stderr. */
+static void trace_route(int up, enum route r, const char *why, size_t nbytes)
+{
+    if (pygpu_trace_on)
+        fprintf(stderr, "pygpu route: %s %zu B: %s (%s)\n", up ? "up" : "down", nbytes, route_names[r], why);
+}
+
+/* The way up for host layout 1 of `p` into device layout 0, after `after`
+ * (ROUTE_NONE: the first choice); *why says why. */
+static enum route route_up(const pygpu_pair *p, const geometry *g, ptrdiff_t itemsize, host_side *h,
+                           enum route after, const char **why)
+{
+    int stage = host_stage(h);
+    if (pygpu_pair_is_dense(p, 0, itemsize)) {
+        if (after < ROUTE_STAGED && stage)
+            return *why = "dense on the device, pageable on the host", ROUTE_STAGED;
+        return *why = "dense on the device", ROUTE_DMA;
+    }
+    /* A few wide rows straight between the layouts, unless the host side
+     * is pageable: then the pipeline is faster. */
+    if (after < ROUTE_RUNTIME && g->calls <= MAX_DIRECT_CALLS && g->width >= WIDE_ROW && !stage)
+        return *why = "a few rows of 512 B or more, page-locked or small", ROUTE_RUNTIME;
+    /* Rows (or single elements) at a pitch: staged straight into them by
+     * 2-D copies, no device-side pass. */
+    if (after < ROUTE_STAGED_ROWS && stage && g->calls == 1 && g->hax == 0)
+        return *why = "rows at one pitch, pageable", ROUTE_STAGED_ROWS;
+    if (after < ROUTE_SCATTER_AS_UP && stage && g->width >= NARROW_MIN && g->width < 64)
+        return *why = "rows of 4 to 63 B, pageable", ROUTE_SCATTER_AS_UP;
+    return *why = "any other layout", ROUTE_SCATTER;
+}
+
 /* Host layout 1 of `p` (at src) to device layout 0 (at dst). */
 static pygpu_status h2d(ctx *c, const pygpu_pair *p, const geometry *g, char *dst, const char *src,
                         ptrdiff_t itemsize)
 {
     temps t = {0};
     size_t nbytes = (size_t)(pair_size(p) * itemsize);
+    host_side h = host_side_of(src, nbytes);
     pygpu_status r;
-    if (pygpu_pair_is_dense(p, 0, itemsize))
-        return host_to_dense(c, p, 1, dst, src, itemsize);
-    int stage = worth_staging(src, p, itemsize);
-    /* A few wide rows straight between the layouts, unless the host side
-     * is pageable: then the pipeline is faster. */
-    if (g->calls <= MAX_DIRECT_CALLS && g->width >= WIDE_ROW && !stage)
-        return runtime_copies(c, p, g, dst, src, PYGPU_COPY_H2D);
-    /* Rows (or single elements) at a pitch: staged straight into them by
-     * 2-D copies, no device-side pass. */
-    if (stage && g->calls == 1 && g->hax == 0) {
-        pygpu_host_layout h = {(char *)src, p->strides[1], p->nd, p->shape, itemsize};
-        pygpu_staging_ctx sc = staging_ctx(c);
-        int done = 0;
-        r = staged_done(c, &sc, pygpu_staged_h2d_rows(&sc, dst, p->strides[0][0], g->width, h, &done));
-        if (r != 0 || done)
-            return r;
+    int done = 0;
+    const char *why;
+    for (enum route way = route_up(p, g, itemsize, &h, ROUTE_NONE, &why);;
+         way = route_up(p, g, itemsize, &h, way, &why)) {
+        trace_route(1, way, why, nbytes);
+        switch (way) {
+        case ROUTE_STAGED:
+        case ROUTE_DMA:
+            return host_to_dense(c, p, 1, dst, src, itemsize, way == ROUTE_STAGED);
+        case ROUTE_RUNTIME:
+            return runtime_copies(c, p, g, dst, src, PYGPU_COPY_H2D);
+        case ROUTE_STAGED_ROWS: {
+            pygpu_host_layout hl = {(char *)src, p->strides[1], p->nd, p->shape, itemsize};
+            pygpu_staging_ctx sc = staging_ctx(c);
+            r = staged_done(c, &sc, pygpu_staged_h2d_rows(&sc, dst, p->strides[0][0], g->width, hl, &done));
+            if (r != 0 || done)
+                return r;
+            break;                  /* (the pipeline declined) */
+        }
+        case ROUTE_SCATTER_AS_UP:
+        case ROUTE_SCATTER:
+            /* Up into a dense device buffer, scattered on the device. */
+            if ((r = dev_temp(c, &t, nbytes)) != 0)
+                return r;
+            if (way == ROUTE_SCATTER_AS_UP)
+                return scatter_up(c, p, dst, src, itemsize, &t);
+            if ((r = host_to_dense(c, p, 1, t.dev, src, itemsize, host_stage(&h))) == 0)
+                r = device_pass(c, p, 0, dst, t.dev, itemsize, 0);
+            return temps_free(c, &t, r);
+        default:
+            return note(c, PYGPU_RT_INVALID_VALUE, "route");
+        }
     }
-    /* Up into a dense device buffer, scattered on the device. */
-    if ((r = dev_temp(c, &t, nbytes)) != 0)
-        return r;
-    if (stage && g->width >= NARROW_MIN && g->width < 64)
-        return scatter_up(c, p, dst, src, itemsize, &t);
-    if ((r = host_to_dense(c, p, 1, t.dev, src, itemsize)) == 0)
-        r = device_pass(c, p, 0, dst, t.dev, itemsize, 0);
-    return temps_free(c, &t, r);
 }
 
 /* Narrow rows (4 to 63 bytes) going down into page-locked memory (get()'s
@@ -538,7 +616,7 @@ static pygpu_status h2d(ctx *c, const pygpu_pair *p, const geometry *g, char *ds
 #define GATHER_PIECES 16
 
 static pygpu_status gather_down(ctx *c, const pygpu_pair *p, char *dst, const char *src, ptrdiff_t itemsize,
-                                temps *t)
+                                temps *t, host_side *h)
 {
     ptrdiff_t ds[PYGPU_MAXDIMS], done = 0;
     size_t nbytes = (size_t)(pair_size(p) * itemsize);
@@ -586,8 +664,8 @@ static pygpu_status gather_down(ctx *c, const pygpu_pair *p, char *dst, const ch
         if ((r = note(c, pygpu_rt_stream_wait_event(c->s, ev[k]), "StreamWaitEvent")) != 0)
             break;
         done++;
-        r = dense_to_host(c, &q, 0, dst + start * p->strides[0][0], (char *)t->dev + start * ds[0], itemsize,
-                          k + 1 < pieces ? 1 : c->async);
+        r = dense_to_host(c, &q, 0, dst + start * p->strides[0][0], (char *)t->dev + start * ds[0], itemsize, 0,
+                          host_queue(h, k + 1 < pieces ? 1 : c->async));
     }
     /* Cut short (an error, a signal): c->s has not waited for every gather,
      * and they finish before their buffer goes back. */
@@ -604,74 +682,133 @@ static pygpu_status gather_down(ctx *c, const pygpu_pair *p, char *dst, const ch
     return temps_free(c, t, r);
 }
 
+/* What route_down learns of a view going down, past the first choices:
+ * the gather's geometry, the bytes the view covers, whether PyGPU's kernels
+ * run here (asked once, and only then: the first ask loads them). */
+typedef struct {
+    int known;
+    geometry gd;                /* of the gather from the view into a dense buffer */
+    ptrdiff_t lo, hi;           /* the bytes the view covers, from its start */
+    int kernels;
+} view_facts;
+
+static void view_facts_of(ctx *c, const pygpu_pair *p, ptrdiff_t itemsize, view_facts *f)
+{
+    ptrdiff_t ds[PYGPU_MAXDIMS];
+    pygpu_pair q;
+    if (f->known)
+        return;
+    f->known = 1;
+    dense_strides(p, itemsize, ds);
+    pygpu_pair_init(&q, p->nd, p->shape, ds, p->strides[1]);
+    pygpu_pair_simplify(&q, 1);
+    f->gd = geometry_of(&q, itemsize);
+    pygpu_shape_extent(p->nd, p->shape, p->strides[1], itemsize, &f->lo, &f->hi);
+    f->kernels = kernels_usable(c);
+}
+
+/* The way down for device layout 1 of `p` into host layout 0, after
+ * `after` (ROUTE_NONE: the first choice); *why says why. */
+static enum route route_down(ctx *c, const pygpu_pair *p, const geometry *g, ptrdiff_t itemsize, host_side *h,
+                             view_facts *f, enum route after, const char **why)
+{
+    if (pygpu_pair_is_dense(p, 1, itemsize)) {
+        if (after < ROUTE_STAGED && host_stage(h))
+            return *why = "dense on the device, pageable on the host", ROUTE_STAGED;
+        return *why = "dense on the device", ROUTE_DMA;
+    }
+    if (after < ROUTE_RUNTIME && g->calls <= MAX_DIRECT_CALLS && g->width >= WIDE_ROW && !host_stage(h))
+        return *why = "a few rows of 512 B or more, page-locked or small", ROUTE_RUNTIME;
+    view_facts_of(c, p, itemsize, f);
+    /* Gathered on the device into a dense buffer, then down in one piece:
+     * only the view's own bytes cross the link.  PyGPU's kernel gathers any
+     * rows at the device's speed; without it, the runtime moves rows of 64
+     * B or more well. */
+    if (after < ROUTE_GATHER && f->kernels)
+        return *why = "PyGPU's kernels gather it", ROUTE_GATHER;
+    if (after < ROUTE_GATHER && f->gd.calls <= MAX_DIRECT_CALLS &&
+        (f->gd.width >= 64 || (size_t)(f->hi - f->lo) > 4 * h->nbytes))
+        return *why = "a few runtime copies gather it (rows of 64 B or more, or a sparse view)", ROUTE_GATHER;
+    if (after < ROUTE_GATHER_PIECES && f->gd.calls <= MAX_DIRECT_CALLS && f->gd.width >= NARROW_MIN &&
+        h->nbytes >= GATHER_MIN_BYTES && !host_stage(h))
+        return *why = "rows of 4 B or more, not staged", ROUTE_GATHER_PIECES;
+    /* Narrow rows, not too sparse: the bytes the view covers come down in
+     * windows through the pipeline while the workers gather each one. */
+    if (after < ROUTE_STAGED_VIEW && h->nbytes >= h->min_bytes)
+        return *why = "narrow rows, big enough to stage", ROUTE_STAGED_VIEW;
+    return *why = "narrow rows, small", ROUTE_HOST_GATHER;
+}
+
+/* No room on the device for a route's buffer: the status is dropped (the
+ * next route goes on) and the failed call forgotten. */
+static void forget_failure(ctx *c, const char *call)
+{
+    (void)pygpu_rt_get_last_error();
+    c->call = call;
+}
+
 /* Device layout 1 of `p` (at src) to host layout 0 (at dst). */
 static pygpu_status d2h(ctx *c, const pygpu_pair *p, const geometry *g, char *dst, const char *src,
                         ptrdiff_t itemsize)
 {
     temps t = {0};
-    ptrdiff_t ds[PYGPU_MAXDIMS], lo, hi;
     size_t nbytes = (size_t)(pair_size(p) * itemsize);
+    host_side h = host_side_of(dst, nbytes);
+    view_facts f = {0};
     pygpu_status r;
-    if (pygpu_pair_is_dense(p, 1, itemsize))
-        return dense_to_host(c, p, 0, dst, src, itemsize, c->async);
-    if (g->calls <= MAX_DIRECT_CALLS && g->width >= WIDE_ROW && !worth_staging(dst, p, itemsize)) {
-        if ((r = runtime_copies(c, p, g, dst, src, PYGPU_COPY_D2H)) == 0 && !may_queue_down(c->async, dst))
-            r = note(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize");
-        return r;
-    }
-    dense_strides(p, itemsize, ds);
-    pygpu_pair q;
-    pygpu_pair_init(&q, p->nd, p->shape, ds, p->strides[1]);
-    pygpu_pair_simplify(&q, 1);
-    geometry gd = geometry_of(&q, itemsize);
-    pygpu_shape_extent(p->nd, p->shape, p->strides[1], itemsize, &lo, &hi);
-    int kernels = kernels_usable(c);
-    if (kernels || (gd.calls <= MAX_DIRECT_CALLS && (gd.width >= 64 || (size_t)(hi - lo) > 4 * nbytes))) {
-        /* Gather on the device into a dense buffer, then down in one
-         * piece: only the view's own bytes cross the link.  PyGPU's kernel
-         * gathers any rows at the device's speed; without it, the runtime
-         * moves rows of 64 B or more well. */
-        const char *call = c->call;
-        if ((r = dev_temp(c, &t, nbytes)) == 0) {
-            if ((r = device_pass(c, p, 1, (char *)src, t.dev, itemsize, 1)) == 0)
-                r = dense_to_host(c, p, 0, dst, t.dev, itemsize, c->async);
+    int done = 0;
+    const char *why, *call = c->call;
+    for (enum route way = route_down(c, p, g, itemsize, &h, &f, ROUTE_NONE, &why);;
+         way = route_down(c, p, g, itemsize, &h, &f, way, &why)) {
+        trace_route(0, way, why, nbytes);
+        switch (way) {
+        case ROUTE_STAGED:
+        case ROUTE_DMA:
+            return dense_to_host(c, p, 0, dst, src, itemsize, way == ROUTE_STAGED, host_queue(&h, c->async));
+        case ROUTE_RUNTIME:
+            if ((r = runtime_copies(c, p, g, dst, src, PYGPU_COPY_D2H)) == 0 && !host_queue(&h, c->async))
+                r = note(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize");
+            return r;
+        case ROUTE_GATHER:
+            if ((r = dev_temp(c, &t, nbytes)) == 0) {
+                if ((r = device_pass(c, p, 1, (char *)src, t.dev, itemsize, 1)) == 0)
+                    r = dense_to_host(c, p, 0, dst, t.dev, itemsize, host_stage(&h), host_queue(&h, c->async));
+                return temps_free(c, &t, r);
+            }
+            if (!f.kernels)
+                return r;
+            forget_failure(c, call);        /* (the kernels' way has others after it) */
+            break;
+        case ROUTE_GATHER_PIECES:
+            if (dev_temp(c, &t, nbytes) == 0)
+                return gather_down(c, p, dst, src, itemsize, &t, &h);
+            forget_failure(c, call);
+            break;
+        case ROUTE_STAGED_VIEW: {
+            pygpu_host_layout hl = {dst, p->strides[0], p->nd, p->shape, itemsize};
+            pygpu_staging_ctx sc = staging_ctx(c);
+            r = staged_done(c, &sc, pygpu_staged_d2h_view(&sc, hl, src, p->strides[1], &done));
+            if (r != 0 || done)
+                return r;
+            break;                  /* (the pipeline declined) */
+        }
+        case ROUTE_HOST_GATHER: {
+            /* Down goes the covering extent in one copy; the host gathers. */
+            pygpu_pair bytes;
+            ptrdiff_t one = 1, ext = f.hi - f.lo;
+            pygpu_pair_init(&bytes, 1, &ext, &one, &one);
+            if ((r = host_temp(c, &t, (size_t)ext)) == 0) {
+                host_side ht = host_side_of(t.host, (size_t)ext);
+                if ((r = dense_to_host(c, &bytes, 0, t.host, src + f.lo, 1, host_stage(&ht), 0)) == 0)
+                    pygpu_parallel_strided_copy(dst, p->strides[0], (char *)t.host - f.lo, p->strides[1], p->nd,
+                                                p->shape, itemsize, 0, pair_size(p));
+            }
             return temps_free(c, &t, r);
         }
-        if (!kernels)
-            return r;
-        /* No room on the device for the gathered copy: the host gathers. */
-        (void)pygpu_rt_get_last_error();
-        c->call = call;
-        r = 0;
+        default:
+            return note(c, PYGPU_RT_INVALID_VALUE, "route");
+        }
     }
-    if (gd.calls <= MAX_DIRECT_CALLS && gd.width >= NARROW_MIN && nbytes >= GATHER_MIN_BYTES &&
-        !worth_staging(dst, p, itemsize)) {
-        const char *call = c->call;
-        if (dev_temp(c, &t, nbytes) == 0)
-            return gather_down(c, p, dst, src, itemsize, &t);
-        /* No room on the device for the gathered copy: the host gathers. */
-        (void)pygpu_rt_get_last_error();
-        c->call = call;
-    }
-    /* Narrow rows, not too sparse: the bytes the view covers come down in
-     * windows through the pipeline while the workers gather each one. */
-    if (nbytes >= pipeline_min_bytes()) {
-        pygpu_host_layout h = {dst, p->strides[0], p->nd, p->shape, itemsize};
-        pygpu_staging_ctx sc = staging_ctx(c);
-        int done = 0;
-        r = staged_done(c, &sc, pygpu_staged_d2h_view(&sc, h, src, p->strides[1], &done));
-        if (r != 0 || done)
-            return r;
-    }
-    /* Else down goes the covering extent in one copy; the host gathers. */
-    pygpu_pair bytes;
-    ptrdiff_t one = 1, ext = hi - lo;
-    pygpu_pair_init(&bytes, 1, &ext, &one, &one);
-    if ((r = host_temp(c, &t, (size_t)ext)) == 0 &&
-        (r = dense_to_host(c, &bytes, 0, t.host, src + lo, 1, 0)) == 0)
-        pygpu_parallel_strided_copy(dst, p->strides[0], (char *)t.host - lo, p->strides[1], p->nd,
-                                    p->shape, itemsize, 0, pair_size(p));
-    return temps_free(c, &t, r);
 }
 
 static pygpu_status plan(ctx *c, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape,

@@ -517,6 +517,85 @@ def test_staging_trace_names_every_pipeline():
             assert times == sorted(times) and times[0] >= 0, hits[0]
 
 
+ROUTE_SCRIPT = r"""
+import sys
+import numpy as np, pygpu
+pygpu.transfer_config(min_bytes=1 << 20, chunk=256 << 10, depth=3, threads=2)
+def case(name, got, want):
+    np.testing.assert_array_equal(got, want)
+    print("case", name, file=sys.stderr, flush=True)
+a = np.arange(8, dtype=np.float64)
+case("small", pygpu.to_gpu(a).get(), a)
+b = np.arange(1 << 19, dtype=np.float64)                        # 4 MiB
+case("big", pygpu.to_gpu(b).get(ary=np.empty_like(b)), b)
+x = pygpu.zeros((64, 1024), np.float32)
+w = np.ones((64, 512), np.float32)
+x[:, :512] = w                                                  # 128 KiB in 2 KiB rows
+case("wide", x[:, :512].get(ary=np.empty_like(w)), w)
+r = np.arange(1 << 20, dtype=np.float32).reshape(-1, 64)        # 4 MiB in 256 B rows
+y = pygpu.zeros((2 * r.shape[0], 64), np.float32)
+y[::2] = r
+case("rows", y[::2].get(ary=np.empty_like(r)), r)
+n = np.arange(1 << 20, dtype=np.float32).reshape(-1, 4)         # single elements at a pitch
+z = pygpu.zeros((n.shape[0], 8), np.float32)
+z[:, ::2] = n
+case("elements", z[:, ::2].get(ary=np.empty_like(n)), n)
+s = np.arange(4096, dtype=np.int8).reshape(64, 64)
+t = pygpu.zeros((64, 128), np.int8)
+t[:, ::2] = s
+case("small view", t[:, ::2].get(ary=np.empty_like(s)), s)
+u = np.arange(3 << 17, dtype=np.float32).reshape(-1, 2, 4)      # 16 B rows at two pitches
+v = pygpu.zeros((u.shape[0], 3, 8), np.float32)
+v[:, :2, :4] = u
+case("two pitches", v[:, :2, :4].get(ary=np.empty_like(u)), u)
+m = pygpu.zeros((1 << 15, 16), np.float32)
+pygpu.transfer_config(min_bytes=64 << 20)                       # nothing staged from here
+q = np.empty((1 << 15, 8), np.float32)
+m[:, :8].get(ary=q)
+case("rows unstaged", q, 0)
+"""
+
+# The route each copy above takes on the host backend (all host memory
+# pageable there), with PyGPU's kernels and without: (up or down, route).
+ROUTES = {
+    "small": ([("up", "one DMA"), ("down", "one DMA")],) * 2,
+    "big": ([("up", "staged"), ("down", "staged")],) * 2,
+    "wide": ([("up", "runtime copies"), ("down", "runtime copies")],) * 2,
+    "rows": ([("up", "staged rows"), ("down", "gathered on the device")],) * 2,
+    "elements": ([("up", "staged rows"), ("down", "staged view")],
+                 [("up", "staged rows"), ("down", "gathered on the device")]),
+    "small view": ([("up", "scattered"), ("down", "gathered on the host")],
+                   [("up", "scattered"), ("down", "gathered on the device")]),
+    "two pitches": ([("up", "scattered as it arrives"), ("down", "staged view")],
+                    [("up", "scattered as it arrives"), ("down", "gathered on the device")]),
+    "rows unstaged": ([("down", "gathered on the device in pieces")],
+                      [("down", "gathered on the device")]),
+}
+
+
+@pytest.mark.parametrize("kernels", [0, 1])
+def test_staging_trace_names_each_route(kernels):
+    """PYGPU_STAGING_TRACE=1 names the route of every copy between host and
+    device, and why (copy.c's route_up and route_down): each layout goes
+    the way the planner's rule says, and arrives as NumPy has it."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, PYGPU_BACKEND="host", PYGPU_STAGING_TRACE="1", PYGPU_KERNELS=str(kernels))
+    p = subprocess.run([sys.executable, "-c", ROUTE_SCRIPT], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    seen, taken = {}, []
+    for line in p.stderr.splitlines():
+        if line.startswith("pygpu route: "):
+            way, rest = line[len("pygpu route: "):].split(" ", 1)
+            nbytes, rest = rest.split(" B: ", 1)
+            assert int(nbytes) > 0 and rest.endswith(")") and " (" in rest, line
+            taken.append((way, rest.split(" (")[0]))
+        elif line.startswith("case "):
+            seen[line[5:]], taken = taken, []
+    assert seen == {name: ways[kernels] for name, ways in ROUTES.items()}, p.stderr
+
+
 @pytest.mark.parametrize("nbytes", [(1 << 20) - 8, 3 << 20, (4 << 20) - 24])
 def test_uploads_that_fill_several_staging_buffers(nbytes):
     """Uploads that fit the staging buffers go up in merged DMA calls, never

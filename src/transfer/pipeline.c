@@ -90,16 +90,6 @@ void pygpu_staging_release(void)
     pthread_mutex_unlock(&engine_mu);
 }
 
-int pygpu_should_stage(const void *host, size_t nbytes)
-{
-    pygpu_transfer_config c;
-    int pinned = 0;
-    pygpu_transfer_config_get(&c);
-    if (nbytes < c.min_bytes)
-        return 0;
-    return pygpu_rt_host_is_pinned(host, &pinned) == 0 && !pinned;
-}
-
 /* Wait until buffer b is free (its last DMA done). */
 static pygpu_status buffer_free(pygpu_staging_ctx *c, int b)
 {

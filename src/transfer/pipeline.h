@@ -38,10 +38,6 @@ typedef struct {
     ptrdiff_t itemsize;
 } pygpu_host_layout;
 
-/* Whether a host<->device copy of `nbytes` from/to `host` should be staged
- * (pageable and large enough); 0 for page-locked memory. */
-int pygpu_should_stage(const void *host, size_t nbytes);
-
 /* Host (any layout) -> dense device memory, through the pinned pipeline.
  * Returns when the host memory may be reused and the copies are queued.
  * *staged is 0 if the staging buffers were busy or could not be had (the
