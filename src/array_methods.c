@@ -1,7 +1,8 @@
 /*
  * array_methods.c -- GPUArray methods: transfers (get, set and their async
- * forms), copy, fill, and the shape functions that make views (view,
- * reshape, ravel, squeeze, transpose, swapaxes) or copies (flatten).
+ * forms), copy, to_device, fill, astype, and the method table (the shape
+ * methods, view to swapaxes, are array_shape.c's; item and tolist
+ * array_scalar.c's; __dlpack__ dlpack_export.c's).
  */
 #include "pygpu.h"
 #include "transfer/pinned_pool.h"
@@ -11,7 +12,7 @@
 
 static pygpu_side device_side(PyGPUArray *a) { return (pygpu_side){a->data, GA_STRIDES(a), 1, a->device}; }
 
-static PyObject *shape_repr(const ptrdiff_t *shape, int nd)
+PyObject *pygpu_shape_repr(const ptrdiff_t *shape, int nd)
 {
     PyObject *t = pygpu_tuple_of(shape, nd), *r;
     if (!t)
@@ -19,35 +20,6 @@ static PyObject *shape_repr(const ptrdiff_t *shape, int nd)
     r = PyObject_Repr(t);
     Py_DECREF(t);
     return r;
-}
-
-/* numpy.exceptions.AxisError for `axis` of an nd-dimensional array. */
-static int axis_error(Py_ssize_t axis, int nd)
-{
-    PyObject *mod = PyImport_ImportModule("numpy.exceptions");
-    PyObject *cls = mod ? PyObject_GetAttrString(mod, "AxisError") : NULL;
-    Py_XDECREF(mod);
-    if (cls) {
-        PyObject *exc = PyObject_CallFunction(cls, "ni", axis, nd);
-        if (exc) {
-            PyErr_SetObject(cls, exc);
-            Py_DECREF(exc);
-        }
-        Py_DECREF(cls);
-    }
-    return -1;
-}
-
-/* Normalise an axis argument for nd axes; 0, or -1 with AxisError/TypeError. */
-static int axis_arg(PyObject *obj, int nd, int *axis)
-{
-    Py_ssize_t v = PyNumber_AsSsize_t(obj, PyExc_IndexError);
-    if (v == -1 && PyErr_Occurred())
-        return -1;
-    if (v < -nd || v >= nd)
-        return axis_error(v, nd);
-    *axis = (int)(v < 0 ? v + nd : v);
-    return 0;
 }
 
 /* ---- transfers ------------------------------------------------------------ */
@@ -89,7 +61,7 @@ PyObject *pygpu_array_get(PyGPUArray *a, PyObject *out, PyObject *stream, int pa
                                 (PyObject *)PyArray_DESCR(o), (PyObject *)a->descr);
         if (PyArray_NDIM(o) != a->nd ||     /* (a 0-d array's shape may be NULL: no memcmp) */
             (a->nd > 0 && memcmp(PyArray_SHAPE(o), GA_SHAPE(a), (size_t)a->nd * sizeof(ptrdiff_t)) != 0)) {
-            PyObject *want = shape_repr(GA_SHAPE(a), a->nd), *got = shape_repr(PyArray_SHAPE(o), PyArray_NDIM(o));
+            PyObject *want = pygpu_shape_repr(GA_SHAPE(a), a->nd), *got = pygpu_shape_repr(PyArray_SHAPE(o), PyArray_NDIM(o));
             if (want && got)
                 PyErr_Format(PyExc_ValueError, "get(ary=...): ary has shape %U but the array has %U", got, want);
             Py_XDECREF(want);
@@ -137,7 +109,7 @@ static int broadcast_to(PyGPUArray *a, int hnd, const ptrdiff_t *hshape, const p
             goto mismatch;
     return 0;
 mismatch:;
-    PyObject *want = shape_repr(GA_SHAPE(a), a->nd), *got = shape_repr(hshape, hnd);
+    PyObject *want = pygpu_shape_repr(GA_SHAPE(a), a->nd), *got = pygpu_shape_repr(hshape, hnd);
     if (want && got)
         PyErr_Format(PyExc_ValueError, "could not broadcast input array from shape %U into shape %U", got, want);
     Py_XDECREF(want);
@@ -184,7 +156,8 @@ static int same_shape(PyGPUArray *a, PyGPUArray *b)
 /* A dense copy of `a` on device `dev` (stream `s` of it), laid out in
  * `order` (enum pygpu_order); new reference.  A copy to another device is
  * done when this returns. */
-static PyObject *dense_copy(pygpu_state *st, PyGPUArray *a, int order, pygpu_stream_t s, PyObject *stream, int dev)
+PyObject *pygpu_array_dense_copy(pygpu_state *st, PyGPUArray *a, int order, pygpu_stream_t s, PyObject *stream,
+                                 int dev)
 {
     int prev;
     if (pygpu_memory_usable(a->mem) < 0 || pygpu_device_enter(st, dev, &prev) < 0)
@@ -229,7 +202,7 @@ static int assign_on_device(pygpu_state *st, PyGPUArray *a, PyGPUArray *v, PyObj
     if (broadcast_to(a, v->nd, GA_SHAPE(v), GA_STRIDES(v), strides) < 0 || complex_warning(v->descr, a->descr) < 0)
         return -1;
     if (may_overlap(a, v)) {
-        if (!(tmp = (PyGPUArray *)dense_copy(st, v, PYGPU_ORDER_K, s, stream, a->device)))
+        if (!(tmp = (PyGPUArray *)pygpu_array_dense_copy(st, v, PYGPU_ORDER_K, s, stream, a->device)))
             return -1;
         broadcast_to(a, tmp->nd, GA_SHAPE(tmp), GA_STRIDES(tmp), strides);
     }
@@ -264,7 +237,7 @@ int pygpu_array_assign(PyGPUArray *a, PyObject *value, PyObject *stream, int asy
         if (same_shape(a, v) && PyArray_EquivTypes(a->descr, v->descr)) {
             PyObject *tmp = NULL;
             if (may_overlap(a, v)) {    /* as NumPy: the result is as if v were copied first */
-                if (!(tmp = dense_copy(st, v, PYGPU_ORDER_K, s, stream, a->device)))
+                if (!(tmp = pygpu_array_dense_copy(st, v, PYGPU_ORDER_K, s, stream, a->device)))
                     return -1;
                 v = (PyGPUArray *)tmp;
             }
@@ -372,20 +345,6 @@ static PyObject *array_dunder_array(PyObject *self, PyObject *args, PyObject *kw
 }
 
 /* ---- copies and fills ----------------------------------------------------- */
-
-/* C or F order (1 for F) for reshape, ravel and flatten: 'C' (None), 'F',
- * or for 'A' and 'K' F where `a` is F-contiguous and not C-contiguous, as
- * NumPy reads the elements; -2 with ValueError. */
-static int flat_order(PyGPUArray *a, PyObject *order)
-{
-    int o = pygpu_order_arg(order, 1);
-    if (o == -1)
-        return 0;
-    if (o == PYGPU_ORDER_A || o == PYGPU_ORDER_K)
-        return (a->flags & PYGPU_F_CONTIGUOUS) && !(a->flags & PYGPU_C_CONTIGUOUS);
-    return o;
-}
-
 /* The layout of a copy for an order argument (enum pygpu_order): 'C',
  * 'F', 'A' or 'K'; None (or no argument) is 'K', so that a copy keeps the
  * layout as PyCUDA's does (an F-ordered array stays F-ordered).  -2 with
@@ -410,7 +369,7 @@ static PyObject *copy_to_device(PyGPUArray *a, int order, PyObject *device, PyOb
         return NULL;
     if (self_if_there && dev == a->device)
         return Py_NewRef((PyObject *)a);
-    return dense_copy(st, a, order, s, stream, dev);
+    return pygpu_array_dense_copy(st, a, order, s, stream, dev);
 }
 
 static PyObject *array_copy(PyObject *self, PyObject *args, PyObject *kwds)
@@ -527,7 +486,7 @@ PyObject *pygpu_array_astype(PyGPUArray *a, PyArray_Descr *descr, int order, con
     if (!st || pygpu_memory_usable(a->mem) < 0 || pygpu_stream_for(st, stream, a->device, "array", &s) < 0)
         return NULL;
     if (PyArray_EquivTypes(a->descr, descr) && !numpy_casting)
-        return dense_copy(st, a, order, s, stream, a->device);
+        return pygpu_array_dense_copy(st, a, order, s, stream, a->device);
     if ((here = numpy_casting ? 0 : pygpu_kernels_usable(st, a->device)) < 0 ||
         (here && complex_warning(a->descr, descr) < 0) || pygpu_device_enter(st, a->device, &prev) < 0)
         return NULL;
@@ -590,276 +549,6 @@ static PyObject *array_astype(PyObject *self, PyObject *args, PyObject *kwds)
     return r;
 }
 
-/* ---- views ------------------------------------------------------------------ */
-
-static PyObject *array_view_method(PyObject *self, PyObject *args, PyObject *kwds)
-{
-    static char *kwlist[] = {"dtype", NULL};
-    PyObject *dtype = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:view", kwlist, &dtype))
-        return NULL;
-    if (dtype == Py_None)
-        return pygpu_array_view(SELF, SELF->nd, GA_SHAPE(SELF), GA_STRIDES(SELF), SELF->data, NULL);
-    PyArray_Descr *d = pygpu_descr_arg(dtype);
-    if (!d)
-        return NULL;
-    ptrdiff_t old = GA_ITEMSIZE(SELF), new = (ptrdiff_t)PyDataType_ELSIZE(d);
-    ptrdiff_t shape[PYGPU_MAXDIMS], strides[PYGPU_MAXDIMS];
-    int nd = SELF->nd;
-    memcpy(shape, GA_SHAPE(SELF), (size_t)nd * sizeof(ptrdiff_t));
-    memcpy(strides, GA_STRIDES(SELF), (size_t)nd * sizeof(ptrdiff_t));
-    if (old != new) {
-        if (nd == 0) {
-            PyErr_SetString(PyExc_ValueError, "changing the dtype of a 0-d array needs the same itemsize");
-            goto fail;
-        }
-        if (strides[nd - 1] != old && shape[nd - 1] > 1 && pygpu_array_size(SELF) > 0) {
-            PyErr_SetString(PyExc_ValueError, "to change to a dtype of a different size, the last axis must be "
-                                              "contiguous");
-            goto fail;
-        }
-        if ((shape[nd - 1] * old) % new != 0) {
-            PyErr_Format(PyExc_ValueError, "when changing to a dtype of a different size, the last axis "
-                         "(%zd bytes) must divide by the new itemsize (%zd)", shape[nd - 1] * old, new);
-            goto fail;
-        }
-        shape[nd - 1] = shape[nd - 1] * old / new;
-        strides[nd - 1] = new;
-    }
-    return pygpu_array_view(SELF, nd, shape, strides, SELF->data, d);   /* steals d */
-fail:
-    Py_DECREF(d);
-    return NULL;
-}
-
-/* Parse shape from reshape's arguments (a tuple, or ints), resolving -1. */
-static int reshape_shape(PyGPUArray *a, PyObject *args, int *nd, ptrdiff_t *shape)
-{
-    PyObject *obj = PyTuple_GET_SIZE(args) == 1 ? PyTuple_GET_ITEM(args, 0) : args;
-    ptrdiff_t known, size = pygpu_array_size(a), given[PYGPU_MAXDIMS];
-    int unknown = -1;
-    if (pygpu_dims_arg(obj, nd, shape, -1) < 0)
-        return -1;
-    for (int i = 0; i < *nd; i++) {
-        given[i] = shape[i] < 0 ? 1 : shape[i];
-        if (shape[i] >= 0)
-            continue;
-        if (unknown >= 0) {
-            PyErr_SetString(PyExc_ValueError, "can only specify one unknown dimension");
-            return -1;
-        }
-        unknown = i;
-    }
-    if (pygpu_shape_nbytes(*nd, given, GA_ITEMSIZE(a), &known) < 0) {    /* (as NumPy, even if empty) */
-        PyErr_SetString(PyExc_ValueError, "cannot reshape: the new shape's size overflows");
-        return -1;
-    }
-    known /= GA_ITEMSIZE(a);
-    if (unknown >= 0 && known > 0 && size % known == 0)
-        shape[unknown] = size / known;
-    else if (unknown >= 0 || known != size) {
-        PyObject *want = shape_repr(shape, *nd);
-        if (want)
-            PyErr_Format(PyExc_ValueError, "cannot reshape array of size %zd into shape %U", size, want);
-        Py_XDECREF(want);
-        return -1;
-    }
-    return 0;
-}
-
-/* `a` viewed (or, where no view exists, copied) as shape; new reference. */
-static PyObject *reshape_to(PyGPUArray *a, int nd, const ptrdiff_t *shape, int fortran)
-{
-    ptrdiff_t strides[PYGPU_MAXDIMS];
-    if (pygpu_shape_reshape_view(a->nd, GA_SHAPE(a), GA_STRIDES(a), nd, shape, GA_ITEMSIZE(a), fortran, strides))
-        return pygpu_array_view(a, nd, shape, strides, a->data, NULL);
-    pygpu_state *st = pygpu_state_of((PyObject *)a);
-    pygpu_stream_t s;
-    if (!st || pygpu_stream_for(st, NULL, a->device, "array", &s) < 0)
-        return NULL;
-    PyGPUArray *c = (PyGPUArray *)dense_copy(st, a, fortran, s, NULL, a->device);
-    if (!c)
-        return NULL;
-    pygpu_shape_strides(nd, shape, GA_ITEMSIZE(a), fortran, strides);
-    PyObject *r = pygpu_array_wrap(st, Py_TYPE(a), (Py_INCREF(a->descr), a->descr), nd, shape, strides, c->data,
-                                   c->mem, NULL, c->device, 1);
-    if (r)
-        pygpu_array_note_stream(st, (PyGPUArray *)r, NULL, s);
-    Py_DECREF(c);
-    return r;
-}
-
-static PyObject *array_reshape(PyObject *self, PyObject *args, PyObject *kwds)
-{
-    ptrdiff_t shape[PYGPU_MAXDIMS];
-    int nd, fortran = 0;
-    PyObject *order = kwds ? PyDict_GetItemString(kwds, "order") : NULL;
-    if (kwds && PyDict_GET_SIZE(kwds) > (order ? 1 : 0)) {
-        PyErr_SetString(PyExc_TypeError, "reshape() takes only the keyword argument 'order'");
-        return NULL;
-    }
-    if (PyTuple_GET_SIZE(args) == 0) {
-        PyErr_SetString(PyExc_TypeError, "reshape() needs a shape");
-        return NULL;
-    }
-    if ((fortran = flat_order(SELF, order)) < 0 || reshape_shape(SELF, args, &nd, shape) < 0)
-        return NULL;
-    if (order && PyUnicode_Check(order) && PyUnicode_CompareWithASCIIString(order, "K") == 0) {
-        PyErr_SetString(PyExc_ValueError, "order 'K' is not permitted for reshaping");
-        return NULL;
-    }
-    return reshape_to(SELF, nd, shape, fortran);
-}
-
-static PyObject *array_ravel(PyObject *self, PyObject *args, PyObject *kwds)
-{
-    static char *kwlist[] = {"order", NULL};
-    PyObject *order = NULL;
-    int fortran;
-    ptrdiff_t n = pygpu_array_size(SELF), stride = GA_ITEMSIZE(SELF);
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:ravel", kwlist, &order) ||
-        (fortran = flat_order(SELF, order)) < 0)
-        return NULL;
-    /* As NumPy: a view when the elements are contiguous in that order, else a copy. */
-    if (SELF->flags & (fortran ? PYGPU_F_CONTIGUOUS : PYGPU_C_CONTIGUOUS))
-        return pygpu_array_view(SELF, 1, &n, &stride, SELF->data, NULL);
-    return PyObject_CallMethod(self, "flatten", "s", fortran ? "F" : "C");
-}
-
-static PyObject *array_flatten(PyObject *self, PyObject *args, PyObject *kwds)
-{
-    static char *kwlist[] = {"order", NULL};
-    PyObject *order = NULL;
-    pygpu_state *st = pygpu_state_of(self);
-    pygpu_stream_t s;
-    int fortran;
-    ptrdiff_t n = pygpu_array_size(SELF), stride = GA_ITEMSIZE(SELF);
-    if (!st || !PyArg_ParseTupleAndKeywords(args, kwds, "|O:flatten", kwlist, &order) ||
-        (fortran = flat_order(SELF, order)) < 0 || pygpu_stream_for(st, NULL, SELF->device, "array", &s) < 0)
-        return NULL;
-    PyGPUArray *c = (PyGPUArray *)dense_copy(st, SELF, fortran, s, NULL, SELF->device);
-    if (!c)
-        return NULL;
-    PyObject *r = pygpu_array_wrap(st, Py_TYPE(self), (Py_INCREF(SELF->descr), SELF->descr), 1, &n, &stride,
-                                   c->data, c->mem, NULL, c->device, 1);
-    if (r)
-        pygpu_array_note_stream(st, (PyGPUArray *)r, NULL, s);
-    Py_DECREF(c);
-    return r;
-}
-
-static PyObject *array_squeeze(PyObject *self, PyObject *args, PyObject *kwds)
-{
-    static char *kwlist[] = {"axis", NULL};
-    PyObject *axis = Py_None;
-    int drop[PYGPU_MAXDIMS] = {0}, nd = 0, k;
-    ptrdiff_t shape[PYGPU_MAXDIMS], strides[PYGPU_MAXDIMS];
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:squeeze", kwlist, &axis))
-        return NULL;
-    if (axis == Py_None) {
-        for (int i = 0; i < SELF->nd; i++)
-            drop[i] = GA_SHAPE(SELF)[i] == 1;
-    } else if (SELF->nd == 0 && PyIndex_Check(axis)) {
-        /* NumPy lets a 0-d array "squeeze" axis 0 or -1 */
-        Py_ssize_t v = PyNumber_AsSsize_t(axis, PyExc_IndexError);
-        if (v == -1 && PyErr_Occurred())
-            return NULL;
-        if (v != 0 && v != -1)
-            return axis_error(v, 0), NULL;
-    } else {
-        PyObject *seq = PyIndex_Check(axis) ? PyTuple_Pack(1, axis) : PySequence_Fast(axis, "axis must be ints");
-        if (!seq)
-            return NULL;
-        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
-            if (axis_arg(PySequence_Fast_GET_ITEM(seq, i), SELF->nd, &k) < 0) {
-                Py_DECREF(seq);
-                return NULL;
-            }
-            if (drop[k]) {
-                Py_DECREF(seq);
-                PyErr_SetString(PyExc_ValueError, "duplicate value in 'axis'");
-                return NULL;
-            }
-            if (GA_SHAPE(SELF)[k] != 1) {
-                Py_DECREF(seq);
-                PyErr_SetString(PyExc_ValueError, "cannot select an axis to squeeze out which has size not "
-                                                  "equal to one");
-                return NULL;
-            }
-            drop[k] = 1;
-        }
-        Py_DECREF(seq);
-    }
-    for (int i = 0; i < SELF->nd; i++) {
-        if (!drop[i]) {
-            shape[nd] = GA_SHAPE(SELF)[i];
-            strides[nd++] = GA_STRIDES(SELF)[i];
-        }
-    }
-    return pygpu_array_view(SELF, nd, shape, strides, SELF->data, NULL);
-}
-
-static PyObject *permuted(PyGPUArray *a, const int *perm)
-{
-    ptrdiff_t shape[PYGPU_MAXDIMS], strides[PYGPU_MAXDIMS];
-    for (int i = 0; i < a->nd; i++) {
-        shape[i] = GA_SHAPE(a)[perm[i]];
-        strides[i] = GA_STRIDES(a)[perm[i]];
-    }
-    return pygpu_array_view(a, a->nd, shape, strides, a->data, NULL);
-}
-
-static PyObject *array_transpose(PyObject *self, PyObject *args)
-{
-    int perm[PYGPU_MAXDIMS], seen[PYGPU_MAXDIMS] = {0}, nd = SELF->nd;
-    PyObject *axes = args;
-    if (PyTuple_GET_SIZE(args) == 1) {     /* transpose(axes): a sequence (a NumPy array too), or None */
-        PyObject *one = PyTuple_GET_ITEM(args, 0);
-        if (!PyIndex_Check(one) || (PyArray_Check(one) && PyArray_NDIM((PyArrayObject *)one) > 0))
-            axes = one;
-    }
-    if (axes == Py_None || (PyTuple_Check(axes) && PyTuple_GET_SIZE(axes) == 0)) {
-        for (int i = 0; i < nd; i++)
-            perm[i] = nd - 1 - i;
-        return permuted(SELF, perm);
-    }
-    PyObject *seq = PySequence_Fast(axes, "transpose() axes must be ints");
-    if (!seq)
-        return NULL;
-    if (PySequence_Fast_GET_SIZE(seq) != nd) {
-        Py_DECREF(seq);
-        PyErr_SetString(PyExc_ValueError, "axes don't match array");
-        return NULL;
-    }
-    for (int i = 0; i < nd; i++) {
-        if (axis_arg(PySequence_Fast_GET_ITEM(seq, i), nd, &perm[i]) < 0) {
-            Py_DECREF(seq);
-            return NULL;
-        }
-        if (seen[perm[i]]++) {
-            Py_DECREF(seq);
-            PyErr_SetString(PyExc_ValueError, "repeated axis in transpose");
-            return NULL;
-        }
-    }
-    Py_DECREF(seq);
-    return permuted(SELF, perm);
-}
-
-static PyObject *array_swapaxes(PyObject *self, PyObject *args)
-{
-    PyObject *o1, *o2;
-    int a1, a2, perm[PYGPU_MAXDIMS];
-    if (!PyArg_ParseTuple(args, "OO:swapaxes", &o1, &o2) || axis_arg(o1, SELF->nd, &a1) < 0 ||
-        axis_arg(o2, SELF->nd, &a2) < 0)
-        return NULL;
-    for (int i = 0; i < SELF->nd; i++)
-        perm[i] = i;
-    perm[a1] = a2;
-    perm[a2] = a1;
-    return permuted(SELF, perm);
-}
-
 PyMethodDef pygpu_array_methods[] = {
     {"get", KW(array_get),
      "get(ary=None, pagelocked=False, async_=False, stream=None)\n--\n\n"
@@ -891,16 +580,16 @@ PyMethodDef pygpu_array_methods[] = {
      "device (PyGPU's cast kernel, queued on `stream`).  `order` lays it out ('K': as this\n"
      "array), `casting` is NumPy's rule; copy=False returns self when nothing needs to change.\n"
      "PyCUDA's astype(dtype, stream) works too."},
-    {"view", KW(array_view_method),
+    {"view", KW(pygpu_array_view_method),
      "view(dtype=None)\n--\n\nThe same memory seen as another dtype (or a plain view)."},
-    {"reshape", KW(array_reshape),
+    {"reshape", KW(pygpu_array_reshape),
      "reshape(*shape, order='C')\n--\n\nA view with another shape when one exists, else a copy."},
-    {"ravel", KW(array_ravel), "ravel(order='C')\n--\n\nA 1-d view when one exists, else a copy."},
-    {"flatten", KW(array_flatten), "flatten(order='C')\n--\n\nA 1-d copy."},
-    {"squeeze", KW(array_squeeze), "squeeze(axis=None)\n--\n\nA view without axes of length one."},
-    {"transpose", array_transpose, METH_VARARGS,
+    {"ravel", KW(pygpu_array_ravel), "ravel(order='C')\n--\n\nA 1-d view when one exists, else a copy."},
+    {"flatten", KW(pygpu_array_flatten), "flatten(order='C')\n--\n\nA 1-d copy."},
+    {"squeeze", KW(pygpu_array_squeeze), "squeeze(axis=None)\n--\n\nA view without axes of length one."},
+    {"transpose", pygpu_array_transpose, METH_VARARGS,
      "transpose(*axes)\n--\n\nA view with the axes permuted (reversed by default)."},
-    {"swapaxes", array_swapaxes, METH_VARARGS, "swapaxes(axis1, axis2, /)\n--\n\nA view with two axes swapped."},
+    {"swapaxes", pygpu_array_swapaxes, METH_VARARGS, "swapaxes(axis1, axis2, /)\n--\n\nA view with two axes swapped."},
     {"item", pygpu_array_item_method, METH_VARARGS,
      "item(*args)\n--\n\nOne element as a Python scalar, as NumPy's item(): no argument for a size-1 array,\n"
      "a flat index (C order), or one index per axis (or a tuple of them).  Reads that element."},

@@ -43,7 +43,7 @@ typedef struct {
  * Python: 0, or -1 with a sentence saying what is wrong in why[0..n). */
 int pygpu_dl_check(const DLTensor *t, pygpu_dl_layout *out, char *why, size_t n);
 
-/* ---- what dlpack.c offers the exchange API (dlpack_exchange.c) -------- */
+/* ---- what dlpack.c and dlpack_export.c offer the exchange API (dlpack_exchange.c) */
 
 #ifdef PYGPU_INTERNAL_H
 /* What this backend's arrays make of memory of device type `t`: bit 1,
@@ -65,6 +65,45 @@ int pygpu_dl_view(PyGPUArray *a, DLTensor *out);
 PyObject *pygpu_dl_adopt(pygpu_state *st, DLManagedTensorVersioned *m, int copy, int target);
 /* Call m's deleter (if any), keeping the exception being raised. */
 void pygpu_dl_release(DLManagedTensorVersioned *m);
+
+/* ---- shared by dlpack.c, dlpack_export.c and interop.c ----------------- */
+
+#if PY_VERSION_HEX >= 0x030D0000
+#  define PYGPU_FINALIZING() Py_IsFinalizing()
+#else
+#  define PYGPU_FINALIZING() _Py_IsFinalizing()
+#endif
+/* An interned name or constant of the module's interop cache (interop.c). */
+#define PYGPU_CACHED(st, ix) pygpu_interop_get((st), PYGPU_IX_##ix)
+
+/* 1 if device type `t` is host memory. */
+static inline int pygpu_dl_is_host_type(long t) { return t == kDLCPU || t == kDLCUDAHost || t == kDLROCMHost; }
+/* The name of device type `t` ("kDLCUDA", ...), for messages. */
+const char *pygpu_dl_device_name(long t);
+/* A stream argument naming the stream of `a`'s last work; new reference. */
+PyObject *pygpu_dl_last_stream_arg(PyGPUArray *a);
+/* Vectorcall arguments into out[0..n) (NULL where not given): at most
+ * `maxpos` positionally, names[0..posonly) only positionally; 0, or -1
+ * with TypeError. */
+int pygpu_dl_parse_args(const char *fname, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                        const char *const *names, int n, int maxpos, int posonly, PyObject **out);
+/* copy=: None -> -1, False -> 0, True -> 1; -2 with TypeError. */
+int pygpu_dl_copy_arg(PyObject *v, const char *fname);
+/* A tuple of two ints (max_version, dl_device); 0, or -1 with TypeError. */
+int pygpu_dl_int_pair(PyObject *v, const char *what, long *a, long *b);
+/* A dense copy of `a` on its device, queued after its pending work; new
+ * reference (dlpack_export.c). */
+PyObject *pygpu_dl_device_copy(pygpu_state *st, PyGPUArray *a);
+/* Host data copied to device `target` (-1: the current one), converted to
+ * `dtype` if given; new reference. */
+PyObject *pygpu_dl_upload(pygpu_state *st, PyObject *host, int target, PyObject *dtype);
+/* x.__dlpack_device__() as (type, id); 0, or -1 with an exception. */
+int pygpu_dl_query_device(pygpu_state *st, PyObject *x, long *dev);
+/* from_dlpack's engine (copy: -1 None, 0 False, 1 True; target: a device
+ * ordinal or -1; dev: x's __dlpack_device__ if known); new reference. */
+PyObject *pygpu_dl_from_dlpack(pygpu_state *st, PyObject *x, int target, int copy, const long *dev);
+/* The module function from_dlpack (interop.c adds it with asarray). */
+extern PyMethodDef pygpu_dlpack_methods[];
 #endif
 
 #endif /* PYGPU_DLPACK_H */

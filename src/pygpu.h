@@ -392,6 +392,21 @@ PyObject *pygpu_array_int(PyObject *self);
 PyObject *pygpu_array_index(PyObject *self);
 PyObject *pygpu_array_complex(PyObject *self, PyObject *unused);
 int pygpu_array_bool(PyObject *self);
+/* The shape methods (array_shape.c), in pygpu_array_methods. */
+PyObject *pygpu_array_view_method(PyObject *self, PyObject *args, PyObject *kwds);
+PyObject *pygpu_array_reshape(PyObject *self, PyObject *args, PyObject *kwds);
+PyObject *pygpu_array_ravel(PyObject *self, PyObject *args, PyObject *kwds);
+PyObject *pygpu_array_flatten(PyObject *self, PyObject *args, PyObject *kwds);
+PyObject *pygpu_array_squeeze(PyObject *self, PyObject *args, PyObject *kwds);
+PyObject *pygpu_array_transpose(PyObject *self, PyObject *args);
+PyObject *pygpu_array_swapaxes(PyObject *self, PyObject *args);
+/* A dense copy of `a` on device `dev` (stream `s` of it), laid out in
+ * `order` (enum pygpu_order); new reference.  A copy to another device is
+ * done when this returns. */
+PyObject *pygpu_array_dense_copy(pygpu_state *st, PyGPUArray *a, int order, pygpu_stream_t s, PyObject *stream,
+                                 int dev);
+/* repr() of a shape tuple, for messages; new reference. */
+PyObject *pygpu_shape_repr(const ptrdiff_t *shape, int nd);
 PyObject *pygpu_array_item_method(PyObject *self, PyObject *args);
 PyObject *pygpu_array_tolist(PyObject *self, PyObject *unused);
 /* 1 if `obj` is a GPUArray (or of a subclass), which has __index__ but is
