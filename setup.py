@@ -26,6 +26,7 @@ compiles it on each device at its first use.  A CUDA build with neither
 (a CUDA 12 runtime without nvcc: the tree's PTX needs a CUDA 13 driver) has
 no kernels, and its device-to-device layout copies go through the host.
 """
+import concurrent.futures
 import glob
 import json
 import os
@@ -50,6 +51,7 @@ from setuptools.command.build_py import build_py
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "build_support"))
 import pygpu_build  # noqa: E402  (where the CUDA runtime comes from: shared with the build backend)
+import pygpu_sources  # noqa: E402  (which files compile the same for every backend)
 
 COMMON = sorted(glob.glob("src/*.c") + glob.glob("src/transfer/*.c"))
 HEADERS = sorted(glob.glob("src/*.h") + glob.glob("src/transfer/*.h") + glob.glob("src/backend/*.h") + glob.glob("src/kernels/*.h")
@@ -289,8 +291,12 @@ def extensions():
 
 
 class BuildExt(build_ext):
-    """Builds the backends in parallel, each into its own temporary folder
-    (they compile the same sources with different macros)."""
+    """Builds every backend at once.  The files that compile the same for
+    every backend (pygpu_sources.backend_neutral: most of them) compile
+    once, into their own temporary folder, and go into each backend; the
+    rest compile once per backend, into its folder.  Each file, and nvcc's
+    kernel image, is a job for one pool of workers (one a core); a backend
+    links when its files are done."""
 
     def finalize_options(self):
         super().finalize_options()
@@ -330,26 +336,49 @@ class BuildExt(build_ext):
         with open(path, "w") as f:
             json.dump(report, f, indent=1, sort_keys=True)
 
-    def build_extension(self, ext):
+    def build_extensions(self):
+        self.check_extensions_list(self.extensions)
+        neutral = [src for src in COMMON if pygpu_sources.backend_neutral(src, HERE)]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=self.parallel) as pool:
+            # The kernel files first: nvcc's image is the longest job.
+            kernels = [pool.submit(self.with_kernels, ext, ext.sources[-1]) for ext in self.extensions]
+            shared = [pool.submit(self.compile_some, None, [src]) for src in neutral]
+            own = [[pool.submit(self.compile_some, ext, [src]) for src in ext.sources[:-1] if src not in neutral]
+                   for ext in self.extensions]
+            for ext, k, jobs in zip(self.extensions, kernels, own):
+                with self._filter_build_errors(ext):     # an optional backend that fails is skipped
+                    self.finish(ext, shared + jobs + [k])
+
+    def temp_of(self, ext):
+        return os.path.join(self.build_temp, ext.name.replace(".", "_") if ext else "pygpu_common")
+
+    def compile_some(self, ext, sources, macros=()):
+        """Compile `sources` for backend `ext`, or for all (None: no
+        backend's macros, nor its include folders); the objects."""
+        return self.compiler.compile(
+            sources, output_dir=self.temp_of(ext), macros=(ext.define_macros if ext else []) + list(macros),
+            include_dirs=ext.include_dirs if ext else ["src", "include", numpy_include()],
+            extra_postargs=CFLAGS, depends=HEADERS + [KERNEL_SOURCE, KERNEL_HEADER, KERNEL_PTX])
+
+    def with_kernels(self, ext, source):
+        """The backend's kernel file (the one file that reads the macros
+        saying what kernel image there is), after that image is made."""
+        extra, macros = self.kernel_sources(ext, self.temp_of(ext))
+        return self.compile_some(ext, [source] + extra, macros)
+
+    def finish(self, ext, jobs):
         name = ext.name.split("._", 1)[1]
         try:
-            self.build_one(ext)
-        except Exception as e:          # an optional backend that fails is skipped (setuptools says so)
+            objects = [o for job in jobs for o in job.result()]
+            self.compiler.link_shared_object(
+                objects, self.get_ext_fullpath(ext.name), libraries=self.get_libraries(ext),
+                library_dirs=ext.library_dirs, runtime_library_dirs=ext.runtime_library_dirs,
+                extra_postargs=ext.extra_link_args, export_symbols=self.get_export_symbols(ext),
+                build_temp=self.temp_of(ext), target_lang="c")
+        except Exception as e:
             REPORT["skipped"][name] = f"failed to build: {str(e).strip()[-300:]}"
             raise
         REPORT["built"][name] = getattr(ext, "report", "")
-
-    def build_one(self, ext):
-        tmp = os.path.join(self.build_temp, ext.name.replace(".", "_"))
-        extra, macros = self.kernel_sources(ext, tmp)
-        objects = self.compiler.compile(
-            ext.sources + extra, output_dir=tmp, macros=ext.define_macros + macros, include_dirs=ext.include_dirs,
-            extra_postargs=ext.extra_compile_args, depends=ext.depends + [KERNEL_SOURCE, KERNEL_HEADER, KERNEL_PTX])
-        self.compiler.link_shared_object(
-            objects, self.get_ext_fullpath(ext.name), libraries=self.get_libraries(ext),
-            library_dirs=ext.library_dirs, runtime_library_dirs=ext.runtime_library_dirs,
-            extra_postargs=ext.extra_link_args, export_symbols=self.get_export_symbols(ext),
-            build_temp=tmp, target_lang="c")
 
 
 class BuildPy(build_py):

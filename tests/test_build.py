@@ -151,3 +151,47 @@ def test_cuda_backend_says_no_device_cleanly(run_python):
         return
     assert out.startswith("GPUError cuda"), out
     assert re.search(r"no NVIDIA driver found|too old for this runtime|sees no device", out), out
+
+
+# The macros each backend's files are compiled with (setup.py).
+BACKEND_DEFINES = {
+    "host": ["-DPYGPU_BACKEND_HOST=1", "-DPYGPU_MODULE_NAME=_host"],
+    "cuda": ["-DPYGPU_BACKEND_CUDA=1", "-DPYGPU_MODULE_NAME=_cuda", "-DPYGPU_KERNEL_IMAGE=1"],
+    "hip": ["-DPYGPU_BACKEND_HIP=1", "-DPYGPU_MODULE_NAME=_hip", "-D__HIP_PLATFORM_AMD__=1", "-DPYGPU_KERNEL_SOURCE=1"],
+    "shared": [],
+}
+
+
+def _preprocessed(src, defines):
+    import sysconfig
+    import numpy
+    cmd = ["gcc", "-std=c11", "-E", "-P", "-Isrc", "-Iinclude", "-I" + sysconfig.get_paths()["include"],
+           "-I" + numpy.get_include(), *defines, src]
+    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def test_files_compiled_once_are_the_same_for_every_backend():
+    """setup.py compiles the files that name no backend's macro once and
+    links them into every backend (build_support/pygpu_sources.py): each
+    preprocesses to the same text with every backend's macros and with none,
+    while a file the rule leaves to each backend (module.c) does not."""
+    if not os.path.isdir(os.path.join(ROOT, "src")) or not shutil.which("gcc"):
+        pytest.skip("needs the source checkout and gcc")
+    sys.path.insert(0, os.path.join(ROOT, "build_support"))
+    try:
+        import pygpu_sources
+    finally:
+        sys.path.pop(0)
+    import glob
+    sources = sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "src", "*.c"))
+                     + glob.glob(os.path.join(ROOT, "src", "transfer", "*.c")))
+    neutral = [s for s in sources if pygpu_sources.backend_neutral(s, ROOT)]
+    assert len(neutral) >= len(sources) // 2, neutral
+    assert "src/module.c" not in neutral and "src/dlpack.c" not in neutral
+    for src in neutral:
+        texts = {name: _preprocessed(src, d) for name, d in BACKEND_DEFINES.items()}
+        assert len(set(texts.values())) == 1, f"{src} differs between backends"
+    module = {name: _preprocessed("src/module.c", d) for name, d in BACKEND_DEFINES.items() if name != "shared"}
+    assert len(set(module.values())) == 3
