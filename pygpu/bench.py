@@ -7,6 +7,8 @@ pinned cudaMemcpy ceiling, measured in one run.
     python -m pygpu.bench --devices            copies between devices 0 and 1
     python -m pygpu.bench --copies             only the copies on the device
     python -m pygpu.bench --handoff            only the hand-offs between libraries
+    python -m pygpu.bench --scale              only transfers at scale: threads, a small transfer
+                                               beside a big one, async (pygpu/bench_scale.py)
 
 After the transfers comes the device-copy section: layout copies, a cast
 and a fill of a 64 MiB array on the device, beside CuPy and PyTorch and the
@@ -666,6 +668,10 @@ def main(argv=None):
     ap.add_argument("--no-copies", action="store_true", help="only the transfers")
     ap.add_argument("--handoff", action="store_true",
                     help="only the hand-offs between libraries (DLPack, CAI, the C exchange API)")
+    ap.add_argument("--scale", action="store_true",
+                    help="only transfers at scale: 1-8 threads at once, a small transfer beside a big one, async")
+    ap.add_argument("--threads", nargs="+", type=int, default=None, metavar="N",
+                    help="thread counts for --scale (default 1 2 4 8); --sizes' first is the size of each")
     args = ap.parse_args(argv)
     tty = sys.stderr.isatty()
 
@@ -673,6 +679,14 @@ def main(argv=None):
         sys.stderr.write(("\r\033[K" if tty else "") + f"measuring {msg} ..." + ("" if tty else "\n"))
         sys.stderr.flush()
 
+    if args.scale:
+        from pygpu import bench_scale
+        print(bench_scale.scale_report(args.sizes[0] if args.sizes != SIZES else 64 * MiB,
+                                       args.threads or bench_scale.THREADS,
+                                       [p for p in args.peers if p in ("cupy", "torch")], progress, args.budget))
+        if tty:
+            sys.stderr.write("\r\033[K")
+        return 0
     if args.handoff:
         rows = measure_handoff(args.peers, progress, args.budget)
         if tty:

@@ -36,7 +36,7 @@ static int interrupted(void *arg)
 
 static pygpu_staging_ctx staging_ctx(ctx *c)
 {
-    return (pygpu_staging_ctx){c->s, interrupted, c, NULL, 0, c->queued, c->queued_arg};
+    return (pygpu_staging_ctx){c->s, interrupted, c, NULL, 0, c->queued, c->queued_arg, NULL};
 }
 
 /* Fold a staged copy's outcome into the plan's context. */
@@ -56,6 +56,9 @@ static pygpu_status staged(ctx *c, int to_device, char *dev, char *host, const p
     pygpu_host_layout h = {host, p->strides[which], p->nd, p->shape, itemsize};
     pygpu_staging_ctx sc = staging_ctx(c);
     pygpu_status r = to_device ? pygpu_staged_h2d(&sc, dev, h, done) : pygpu_staged_d2h(&sc, h, dev, done);
+    if (!*done && pygpu_trace_on)
+        fprintf(stderr, "pygpu route: %s: the staging pipeline declined (no lane: the pinned pool's limit, or an "
+                "interrupt); one copy instead\n", to_device ? "up" : "down");
     return staged_done(c, &sc, r);
 }
 

@@ -1,7 +1,9 @@
 """The C unit tests (tests/c/) of PyGPU's pure-C code: the layout arithmetic
 (src/shape.c), the DLPack tensor checks (src/dlpack_check.c), and PyGPU's
 own kernels as the host backend runs them (src/devcopy.c,
-src/backend/kernels_host.c, src/kernels/kernels.h).
+src/backend/kernels_host.c, src/kernels/kernels.h), and the worker pool
+with many callers at once (src/transfer/workers.c; also under
+ThreadSanitizer).
 
 Each is built with the system's C compiler (-Wall -Wextra -Werror) and run
 three ways: plainly, under valgrind memcheck (--error-exitcode=1
@@ -22,6 +24,7 @@ UNITS = {
     "test_shape": ["src/shape.c"],
     "test_dlpack_check": ["src/dlpack_check.c", "src/shape.c"],
     "test_devcopy": ["src/devcopy.c", "src/backend/kernels_host.c", "src/shape.c"],
+    "test_workers": ["src/transfer/workers.c"],
 }
 CC = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer"]
@@ -32,7 +35,7 @@ def build(tmp_path, unit, extra=()):
         pytest.skip("no C compiler")
     exe = tmp_path / (unit + ("-san" if extra else ""))
     cmd = [CC, "-std=c11", "-g", "-O1", "-Wall", "-Wextra", "-Werror", *extra, "-I" + SRC,
-           "-I" + os.path.join(ROOT, "include"), os.path.join(HERE, "c", unit + ".c"), *[os.path.join(ROOT, s) for s in UNITS[unit]], "-lm", "-o", str(exe)]
+           "-I" + os.path.join(ROOT, "include"), os.path.join(HERE, "c", unit + ".c"), *[os.path.join(ROOT, s) for s in UNITS[unit]], "-lm", "-pthread", "-o", str(exe)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0 and extra:
         pytest.skip(f"{CC} cannot build with {' '.join(extra)}: {proc.stderr.strip()[-300:]}")
@@ -83,3 +86,15 @@ def test_c_unit_with_sanitizers(tmp_path, unit):
     env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS", "LSAN_OPTIONS")}
     env["ASAN_OPTIONS"] = "detect_leaks=1"
     run([exe], env=env)
+
+
+def test_worker_pool_under_thread_sanitizer(tmp_path):
+    """The pool's slots, claims and joins with twelve callers at once, under
+    ThreadSanitizer: no data race."""
+    if sysconfig.get_platform().startswith("win"):
+        pytest.skip("sanitizers: not on this platform")
+    exe = build(tmp_path, "test_workers", ["-fsanitize=thread"])
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS", "LSAN_OPTIONS")}
+    env["TSAN_OPTIONS"] = "halt_on_error=1"
+    proc = run([exe], env=env)
+    assert "WARNING: ThreadSanitizer" not in proc.stderr, proc.stderr

@@ -102,6 +102,7 @@ def test_eight_threads_shared_arrays(staging):
     shared_host = rng.standard_normal((NTHREADS * 12, 96))
     shared = pygpu.to_gpu(shared_host)
     out = pygpu.zeros((NTHREADS * 10, 64), np.int64)
+    pygpu.trim_pinned_pool()        # (what is in use now is held by arrays, not by the staging lanes)
     in_use = pygpu.pinned_pool_stats()["in_use"]
     run_threads(shared_work(shared_host, shared, out))
     np.testing.assert_array_equal(shared.get(), shared_host)       # nobody wrote it
@@ -109,7 +110,61 @@ def test_eight_threads_shared_arrays(staging):
     for k in range(NTHREADS):
         np.testing.assert_array_equal(final[k * 10:(k + 1) * 10], k * 1000 + ROUNDS - 1)
     del final                       # (get() gave it pinned memory from the pool)
+    pygpu.trim_pinned_pool()
     assert pygpu.pinned_pool_stats()["in_use"] == in_use
+
+
+LANES_SCRIPT = r"""
+import sys
+sys.path.insert(0, TESTS_HERE)
+import numpy as np, pygpu, test_threads as t
+nthreads, rounds = NTHREADS_HERE, 4
+pygpu.transfer_config(min_bytes=0, chunk=64 << 10, depth=3, threads=2)
+ndev = pygpu.device_count()
+
+def work(k):
+    dev = k % ndev
+    a = np.random.default_rng(k).standard_normal((1 << 17) + 64 * k)   # about 1 MiB, each its own size
+    with pygpu.Device(dev):
+        for r in range(rounds):
+            g = pygpu.to_gpu(a * r)
+            assert g.device.id == dev
+            out = np.empty_like(a)
+            g.get(ary=out)
+            np.testing.assert_array_equal(out, a * r)
+            v = g[::3]
+            v.get(ary=out[: v.size])                    # (a view: gathered, or the staged view)
+            np.testing.assert_array_equal(out[: v.size], (a * r)[::3])
+
+t.run_threads(work, nthreads)                           # (together; a hang or an error fails)
+pygpu.trim_pinned_pool()
+print("in use", pygpu.pinned_pool_stats()["in_use"])
+"""
+
+
+@pytest.mark.parametrize("nthreads,devices", [(4, 1), (12, 1), (8, 2)])
+def test_concurrent_transfers_each_take_a_lane(run_python, nthreads, devices):
+    """Threads transferring at once (more than a device's lanes, too, and on
+    two devices) are all staged: each takes a lane of staging buffers of
+    its own (or waits for one), none declines to the runtime's slow way,
+    the data arrive whole, and once trimmed no page-locked memory stays in
+    use."""
+    env = {"PYGPU_STAGING_TRACE": "1"}
+    if HOST:
+        env.update(PYGPU_BACKEND="host", PYGPU_HOST_DEVICES=str(devices))
+    elif pygpu.device_count() < devices:
+        pytest.skip(f"needs {devices} devices")
+    import os
+    code = LANES_SCRIPT.replace("NTHREADS_HERE", str(nthreads)).replace(
+        "TESTS_HERE", repr(os.path.dirname(os.path.abspath(__file__))))
+    proc = run_python(code, env=env, timeout=JOIN_TIMEOUT + 60)
+    routes = [line for line in proc.stderr.splitlines() if line.startswith("pygpu route:")]
+    assert not [line for line in routes if "declined" in line], proc.stderr[-2000:]
+    ups = [line for line in routes if line.startswith("pygpu route: up ")]
+    downs = [line for line in routes if line.startswith("pygpu route: down ")]
+    assert len(ups) == nthreads * 4 and all(": staged (" in line for line in ups), ups[:4]
+    assert len([line for line in downs if ": staged (" in line]) == nthreads * 4, downs[:4]
+    assert proc.stdout.split()[-1] == "0"
 
 
 THREADS_WITH_CACHE = r"""

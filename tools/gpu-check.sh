@@ -10,6 +10,10 @@
 #                                      runtime from PyPI, see .ci/run) installed into a fresh venv, the
 #                                      kernels' first use (PTX compiled by the driver), the transfer and
 #                                      device-copy bench, the suite against the installed wheel
+#   bash tools/gpu-check.sh scale      build + the thread and transfer tests + python -m pygpu.bench --scale
+#                                      (threads, small beside big, async), as built and for each setting
+#                                      in $GPU_CHECK_SCALE (e.g. PYTHONPATH=$PWD/.ab-base: an earlier commit,
+#                                      measured by this checkout's bench_scale), taking turns, 2 rounds
 #   bash tools/gpu-check.sh ab         build + python -m pygpu.bench (8 B to 256 MiB, no peers), then
 #                                      tools/research/ab-staging.py: as built against each setting
 #                                      in $GPU_CHECK_AB (default AB_THREADS=8), interleaved, 3 rounds
@@ -96,6 +100,19 @@ if [ "$what" = ab ]; then
     grep "^==" "$OUT/traces.txt"
     exit 0
 fi
+if [ "$what" = scale ]; then
+    python3 -m pytest -q -ra tests/test_threads.py tests/test_transfers.py 2>&1 | tail -5
+    for round in 1 2; do
+        echo "== bench --scale, as built (round $round)"
+        python3 -m pygpu.bench --scale 2>/dev/null | tee "$OUT/scale-built-$round.txt"
+        for setting in ${GPU_CHECK_SCALE:-}; do
+            echo "== bench --scale, $setting (round $round)"
+            (cd "$OUT" && env "$setting" python3 -c "exec(open('$PWD/pygpu/bench_scale.py').read()); print(scale_report())") \
+                2>/dev/null | tee -a "$OUT/scale-other-$round.txt"
+        done
+    done
+    exit 0
+fi
 if [ "$what" = copies ]; then
     python3 -m pygpu --no-bench 2>&1 | grep -i "device copies"
     python3 -m pytest -q -ra tests/test_device_copy.py tests/test_array_copy.py tests/test_c_units.py 2>&1 \
@@ -128,6 +145,8 @@ python3 -m pygpu 2>&1 | tee "$OUT/main.log"
 
 echo "== python -m pygpu.bench"
 python3 -m pygpu.bench --plot "$OUT/bench.png" 2>/dev/null | tee "$OUT/pygpu-bench.txt"
+echo "== python -m pygpu.bench --scale"
+python3 -m pygpu.bench --scale 2>/dev/null | tee "$OUT/pygpu-bench-scale.txt"
 
 echo "== benchmarks (pytest-benchmark)"
 python3 -m pytest benchmarks -q --benchmark-columns=median,ops --benchmark-json="$OUT/bench.json" 2>&1 \

@@ -6,97 +6,32 @@
  * into chunks that pass through a few page-locked staging buffers (from
  * the pinned pool): the host copy of one chunk, split across the workers,
  * overlaps the DMA of the others.  Strided host layouts are gathered (or
- * scattered) chunk by chunk, never through a full temporary copy.  One
- * transfer has the engine (buffers and workers) at a time.
+ * scattered) chunk by chunk, never through a full temporary copy.  Each
+ * transfer in flight has a lane of staging buffers of its own, on its
+ * device; the workers serve every transfer's chunks in turn.
  */
 #include "pipeline.h"
 #include "hostcopy.h"
+#include "lanes.h"
 #include "pinned_pool.h"
 #include "settings.h"
 #include "trace.h"
 #include "workers.h"
 #include "../fork.h"
 
-#include <pthread.h>
 #include <string.h>
 
-/* ---- the engine: staging buffers, their events, one transfer at a time ---- */
+/* ---- the lane a transfer has ---------------------------------------------- */
 
-static pthread_mutex_t engine_mu = PTHREAD_MUTEX_INITIALIZER;
-#define WHOLE_CHUNKS 32
-_Static_assert(WHOLE_CHUNKS <= PYGPU_TRACE_DMA_MAX, "the trace records a timing event per DMA call");
-static struct {
-    int depth, device;
-    size_t chunk;
-    void *buf[PYGPU_MAX_DEPTH];
-    pygpu_event_t ev[PYGPU_MAX_DEPTH];
-    int recorded[PYGPU_MAX_DEPTH];
-    pygpu_event_t whole[WHOLE_CHUNKS];  /* one per chunk of a whole-buffer transfer (d2h_whole) */
-} eng = {0, -1, 0, {0}, {0}, {0}, {0}};
-
-/* Wait for and free the buffers and events (engine_mu held). */
-static void engine_drop(void)
-{
-    for (int b = 0; b < eng.depth; b++) {
-        if (eng.ev[b] && !pygpu_fork_broken()) {   /* (a broken child leaves the parent's events alone) */
-            if (eng.recorded[b])
-                pygpu_rt_event_synchronize(eng.ev[b]);
-            pygpu_rt_event_destroy(eng.ev[b]);
-        }
-        if (eng.buf[b])
-            pygpu_pinned_give(eng.buf[b]);
-        eng.ev[b] = NULL;
-        eng.buf[b] = NULL;
-        eng.recorded[b] = 0;
-    }
-    for (int k = 0; k < WHOLE_CHUNKS; k++) {
-        if (eng.whole[k] && !pygpu_fork_broken())
-            pygpu_rt_event_destroy(eng.whole[k]);
-        eng.whole[k] = NULL;
-    }
-    (void)pygpu_rt_get_last_error();
-    eng.depth = 0;
-    eng.device = -1;
-}
-
-/* Make the buffers for `c` on the current device (engine_mu held); 0 if
- * they cannot be had. */
-static int engine_ready(const pygpu_transfer_config *c)
-{
-    int dev = -1;
-    if (pygpu_rt_get_device(&dev) != 0)
-        return 0;
-    if (eng.depth == c->depth && eng.chunk == c->chunk && eng.device == dev)
-        return 1;
-    engine_drop();
-    for (int b = 0; b < c->depth; b++) {
-        eng.buf[b] = pygpu_pinned_take(c->chunk);
-        if (!eng.buf[b] || pygpu_rt_event_create(&eng.ev[b], PYGPU_EVENT_DISABLE_TIMING) != 0) {
-            eng.depth = b + 1;
-            engine_drop();
-            return 0;
-        }
-    }
-    eng.depth = c->depth;
-    eng.chunk = c->chunk;
-    eng.device = dev;
-    return 1;
-}
-
-void pygpu_staging_release(void)
-{
-    pthread_mutex_lock(&engine_mu);
-    engine_drop();
-    pthread_mutex_unlock(&engine_mu);
-}
+typedef pygpu_lane lane;
 
 /* Wait until buffer b is free (its last DMA done). */
 static pygpu_status buffer_free(pygpu_staging_ctx *c, int b)
 {
-    if (!eng.recorded[b])
+    if (!c->lane->recorded[b])
         return 0;
-    eng.recorded[b] = 0;
-    pygpu_status r = pygpu_rt_event_synchronize(eng.ev[b]);
+    c->lane->recorded[b] = 0;
+    pygpu_status r = pygpu_rt_event_synchronize(c->lane->ev[b]);
     if (r != 0)
         c->call = "EventSynchronize";
     return r;
@@ -110,11 +45,11 @@ static pygpu_status queue_copy(pygpu_staging_ctx *c, int b, void *dst, const voi
         c->call = "MemcpyAsync";
         return r;
     }
-    r = pygpu_rt_event_record(eng.ev[b], c->stream);
+    r = pygpu_rt_event_record(c->lane->ev[b], c->stream);
     if (r != 0)
         c->call = "EventRecord";
     else
-        eng.recorded[b] = 1;
+        c->lane->recorded[b] = 1;
     return r;
 }
 
@@ -130,7 +65,7 @@ static ptrdiff_t layout_size(const pygpu_host_layout *h)
  * smaller chunks so that several overlap (at least 2 * depth of them). */
 static size_t chunk_bytes(const pygpu_transfer_config *cfg, size_t total)
 {
-    size_t want = total / (size_t)(2 * eng.depth), floor = (size_t)256 << 10;
+    size_t want = total / (size_t)(2 * cfg->depth), floor = (size_t)256 << 10;
     if (want < floor)
         want = floor;
     return want < cfg->chunk ? want : cfg->chunk;
@@ -145,17 +80,19 @@ static int stop_now(pygpu_staging_ctx *c)
     return 0;
 }
 
-/* Take the engine and its buffers for a transfer of host layout h; 0 if
- * not to be had. */
-static int engine_take(pygpu_transfer_config *cfg, const pygpu_host_layout *h)
+/* Between waits for a lane: 1 if an interrupt stops the transfer. */
+static int stop_waiting(void *arg) { return stop_now(arg); }
+
+/* Take a lane on the current device for a transfer of host layout h (into
+ * c->lane); 0 if none is to be had (the pinned pool's limit refuses its
+ * buffers, or an interrupt came while it waited for one). */
+static int engine_take(pygpu_staging_ctx *c, pygpu_transfer_config *cfg, const pygpu_host_layout *h)
 {
+    int dev = -1;
     pygpu_transfer_config_get(cfg);
-    if (pthread_mutex_trylock(&engine_mu) != 0)
+    if (cfg->chunk < (size_t)h->itemsize || pygpu_rt_get_device(&dev) != 0 ||
+        !(c->lane = pygpu_lane_take(cfg, dev, stop_waiting, c)))
         return 0;
-    if (!engine_ready(cfg) || cfg->chunk < (size_t)h->itemsize) {
-        pthread_mutex_unlock(&engine_mu);
-        return 0;
-    }
     /* The workers that this transfer's biggest chunk can use spin while it
      * runs; the others sleep (a 64 KiB copy wakes one, not all). */
     size_t bytes = (size_t)(layout_size(h) * h->itemsize);
@@ -164,11 +101,12 @@ static int engine_take(pygpu_transfer_config *cfg, const pygpu_host_layout *h)
     return 1;
 }
 
-/* Give the engine back at the end of a transfer. */
-static void engine_give(void)
+/* Give the lane back at the end of a transfer. */
+static void engine_give(pygpu_staging_ctx *c)
 {
     pygpu_workers_cool();
-    pthread_mutex_unlock(&engine_mu);
+    pygpu_lane_give(c->lane);
+    c->lane = NULL;
 }
 
 /* The chunks of a transfer of n elements: they start small (256 KiB, at
@@ -217,11 +155,12 @@ typedef struct {
 /* The chunks of a transfer of n elements laid out across the staging
  * buffers without reuse (the schedule's chunks, cut where a buffer ends);
  * their number, or 0 if the transfer does not fit (or needs too many). */
-static int whole_windows(ptrdiff_t n, ptrdiff_t itemsize, const pygpu_transfer_config *cfg, part_window *win)
+static int whole_windows(const lane *l, ptrdiff_t n, ptrdiff_t itemsize, const pygpu_transfer_config *cfg,
+                         part_window *win)
 {
-    ptrdiff_t e, cnt, per_buf = (ptrdiff_t)eng.chunk / itemsize;
+    ptrdiff_t e, cnt, per_buf = (ptrdiff_t)l->chunk / itemsize;
     int nwin = 0;
-    if (per_buf < 1 || n > per_buf * eng.depth)
+    if (per_buf < 1 || n > per_buf * l->depth)
         return 0;
     schedule sch = schedule_of(n, (ptrdiff_t)chunk_bytes(cfg, (size_t)(n * itemsize)) / itemsize, itemsize);
     while (schedule_next(&sch, &e, &cnt)) {
@@ -229,7 +168,7 @@ static int whole_windows(ptrdiff_t n, ptrdiff_t itemsize, const pygpu_transfer_c
             ptrdiff_t b = e / per_buf, room = (b + 1) * per_buf - e, m = cnt < room ? cnt : room;
             if (nwin == WHOLE_CHUNKS)
                 return 0;
-            win[nwin++] = (part_window){e, m, (char *)eng.buf[b] + (e - b * per_buf) * itemsize, (int)b};
+            win[nwin++] = (part_window){e, m, (char *)l->buf[b] + (e - b * per_buf) * itemsize, (int)b};
             e += m;
             cnt -= m;
         }
@@ -241,7 +180,7 @@ static int whole_windows(ptrdiff_t n, ptrdiff_t itemsize, const pygpu_transfer_c
 static pygpu_status buffers_free(pygpu_staging_ctx *c)
 {
     pygpu_status r = 0;
-    for (int b = 0; b < eng.depth && r == 0; b++)
+    for (int b = 0; b < c->lane->depth && r == 0; b++)
         r = buffer_free(c, b);
     return r;
 }
@@ -251,11 +190,11 @@ static pygpu_status queue_whole(pygpu_staging_ctx *c, int k, void *dst, const vo
                                 enum pygpu_copy_kind kind)
 {
     pygpu_status r;
-    if (!eng.whole[k] && (r = pygpu_rt_event_create(&eng.whole[k], PYGPU_EVENT_DISABLE_TIMING)) != 0)
+    if (!c->lane->whole[k] && (r = pygpu_rt_event_create(&c->lane->whole[k], PYGPU_EVENT_DISABLE_TIMING)) != 0)
         c->call = "EventCreateWithFlags";
     else if ((r = pygpu_rt_memcpy_async(dst, src, bytes, kind, c->stream)) != 0)
         c->call = "MemcpyAsync";
-    else if ((r = pygpu_rt_event_record(eng.whole[k], c->stream)) != 0)
+    else if ((r = pygpu_rt_event_record(c->lane->whole[k], c->stream)) != 0)
         c->call = "EventRecord";
     PYGPU_TRACE_DMA_END(c->stream, k);
     PYGPU_TRACE('q', k, bytes);
@@ -355,7 +294,7 @@ static pygpu_status h2d_whole(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
     ptrdiff_t n = layout_size(&h);
     part_window win[WHOLE_CHUNKS];
     pygpu_range_job job[2];
-    int nwin = whole_windows(n, h.itemsize, cfg, win), from = 0, calls = 0, k;
+    int nwin = whole_windows(c->lane, n, h.itemsize, cfg, win), from = 0, calls = 0, k;
     pygpu_status r;
     if (!(*done = nwin > 0))
         return 0;
@@ -373,7 +312,7 @@ static pygpu_status h2d_whole(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
         }
         /* Windows [from, k) are in the buffers: they go now if the link
          * would otherwise run dry. */
-        if (from < k && (k == nwin || calls < 2 || pygpu_rt_event_query(eng.whole[calls - 2]) == 0)) {
+        if (from < k && (k == nwin || calls < 2 || pygpu_rt_event_query(c->lane->whole[calls - 2]) == 0)) {
             if ((r = queue_up(c, dev, win, from, k, h.itemsize, &calls)) == 0)
                 r = tell_queued(c, win[k - 1].e + win[k - 1].cnt, h.itemsize);
             from = k;
@@ -385,9 +324,9 @@ static pygpu_status h2d_whole(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
     PYGPU_TRACE('e', 0, 0);
     PYGPU_TRACE_NAME("h2d (whole)");
     /* The next transfer waits for these calls before it reuses the buffers. */
-    for (int b = 0; calls > 0 && b <= (n - 1) / ((ptrdiff_t)eng.chunk / h.itemsize); b++) {
-        pygpu_status w = pygpu_rt_event_record(eng.ev[b], c->stream);
-        eng.recorded[b] = w == 0;
+    for (int b = 0; calls > 0 && b <= (n - 1) / ((ptrdiff_t)c->lane->chunk / h.itemsize); b++) {
+        pygpu_status w = pygpu_rt_event_record(c->lane->ev[b], c->stream);
+        c->lane->recorded[b] = w == 0;
         if (w != 0 && r == 0) {
             r = w;
             c->call = "EventRecord";
@@ -406,13 +345,13 @@ pygpu_status pygpu_staged_h2d(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
     ptrdiff_t e, cnt;
     int k = 0;                  /* chunks copied into the buffers */
     *staged = 0;
-    if (!engine_take(&cfg, &h))
+    if (!engine_take(c, &cfg, &h))
         return 0;
     *staged = 1;
     int whole = 0;
     r = h2d_whole(c, dev, h, &cfg, &whole);
     if (whole) {
-        engine_give();
+        engine_give(c);
         return r;
     }
     ptrdiff_t n = layout_size(&h), per = (ptrdiff_t)chunk_bytes(&cfg, (size_t)(n * h.itemsize)) / h.itemsize;
@@ -420,7 +359,7 @@ pygpu_status pygpu_staged_h2d(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
     PYGPU_TRACE('b', 0, (size_t)(n * h.itemsize));
     if (schedule_next(&sch, &e, &cnt) && (r = buffer_free(c, 0)) == 0 && !stop_now(c)) {
         PYGPU_TRACE('w', 0, 0);
-        job[0] = up_job(&h, eng.buf[0], e, cnt);
+        job[0] = up_job(&h, c->lane->buf[0], e, cnt);
         pygpu_parallel_range(&job[0], cfg.threads);
         PYGPU_TRACE('c', 0, (size_t)(cnt * h.itemsize));
         k = 1;
@@ -429,17 +368,17 @@ pygpu_status pygpu_staged_h2d(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
      * queues chunk k - 1's DMA (about 4 us a call: a tenth of the time of a
      * 2 MiB chunk, when the workers would otherwise wait). */
     while (r == 0 && k > 0) {
-        int b = k % eng.depth, prev = (k - 1) % eng.depth, more = schedule_next(&sch, &e, &cnt);
+        int b = k % c->lane->depth, prev = (k - 1) % c->lane->depth, more = schedule_next(&sch, &e, &cnt);
         const pygpu_range_job *done = &job[(k - 1) & 1];
         pygpu_job p = {0};
         if (more) {
             if ((r = buffer_free(c, b)) != 0 || stop_now(c))
                 break;
             PYGPU_TRACE('w', k, 0);
-            job[k & 1] = up_job(&h, eng.buf[b], e, cnt);
+            job[k & 1] = up_job(&h, c->lane->buf[b], e, cnt);
             p = pygpu_range_start(&job[k & 1], cfg.threads);
         }
-        r = queue_copy(c, prev, dev + done->start * h.itemsize, eng.buf[prev], (size_t)(done->count * h.itemsize),
+        r = queue_copy(c, prev, dev + done->start * h.itemsize, c->lane->buf[prev], (size_t)(done->count * h.itemsize),
                        PYGPU_COPY_H2D);
         if (r == 0)
             r = tell_queued(c, done->start + done->count, h.itemsize);
@@ -452,7 +391,7 @@ pygpu_status pygpu_staged_h2d(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
     }
     PYGPU_TRACE('e', 0, 0);
     PYGPU_TRACE_NAME("h2d");
-    engine_give();
+    engine_give(c);
     return r;
 }
 
@@ -475,7 +414,7 @@ static pygpu_status d2h_whole(pygpu_staging_ctx *c, pygpu_host_layout h, const c
     size_t total = (size_t)(n * h.itemsize);
     pygpu_status r;
     part_window win[WHOLE_CHUNKS];
-    int nwin = whole_windows(n, h.itemsize, cfg, win), queued = 0, k;
+    int nwin = whole_windows(c->lane, n, h.itemsize, cfg, win), queued = 0, k;
     if (!(*done = nwin > 0))
         return 0;
     r = buffers_free(c);
@@ -493,7 +432,7 @@ static pygpu_status d2h_whole(pygpu_staging_ctx *c, pygpu_host_layout h, const c
     for (k = 0; r == 0 && k < nwin; k++) {
         if ((r = queue_windows(c, win, nwin, k + 2, &queued, dev, h.itemsize)) != 0)
             break;
-        if ((r = pygpu_rt_event_synchronize(eng.whole[k])) != 0) {
+        if ((r = pygpu_rt_event_synchronize(c->lane->whole[k])) != 0) {
             c->call = "EventSynchronize";
             break;
         }
@@ -510,7 +449,7 @@ static pygpu_status d2h_whole(pygpu_staging_ctx *c, pygpu_host_layout h, const c
     PYGPU_TRACE('e', 0, 0);
     PYGPU_TRACE_NAME("d2h (whole)");
     if (queued > 0) {       /* nothing left in flight into the buffers */
-        pygpu_status w = pygpu_rt_event_synchronize(eng.whole[queued - 1]);
+        pygpu_status w = pygpu_rt_event_synchronize(c->lane->whole[queued - 1]);
         if (w != 0 && r == 0) {
             r = w;
             c->call = "EventSynchronize";
@@ -527,7 +466,7 @@ pygpu_status pygpu_staged_d2h(pygpu_staging_ctx *c, pygpu_host_layout h, const c
     h = collapsed(h, shape, strides);
     window win[PYGPU_MAX_DEPTH];
     *staged = 0;
-    if (!engine_take(&cfg, &h))
+    if (!engine_take(c, &cfg, &h))
         return 0;
     *staged = 1;
     /* Into memory never touched (a new NumPy array of 32 MiB or more, or
@@ -541,7 +480,7 @@ pygpu_status pygpu_staged_d2h(pygpu_staging_ctx *c, pygpu_host_layout h, const c
     int whole = 0;
     r = d2h_whole(c, h, dev, &cfg, fresh, &whole);
     if (whole) {
-        engine_give();
+        engine_give(c);
         return r;
     }
     ptrdiff_t n = layout_size(&h), per = (ptrdiff_t)chunk_bytes(&cfg, (size_t)(n * h.itemsize)) / h.itemsize;
@@ -551,12 +490,12 @@ pygpu_status pygpu_staged_d2h(pygpu_staging_ctx *c, pygpu_host_layout h, const c
     /* Keep `depth` chunks in flight: DMA of the next ones overlaps the host
      * copy of this one. */
     while (r == 0) {
-        for (; more && issued - retired < eng.depth && r == 0; issued++) {
-            int b = issued % eng.depth;
+        for (; more && issued - retired < c->lane->depth && r == 0; issued++) {
+            int b = issued % c->lane->depth;
             if (!(more = schedule_next(&sch, &win[b].e, &win[b].cnt)))
                 break;
             if ((r = buffer_free(c, b)) == 0)
-                r = queue_copy(c, b, eng.buf[b], dev + win[b].e * h.itemsize, (size_t)(win[b].cnt * h.itemsize),
+                r = queue_copy(c, b, c->lane->buf[b], dev + win[b].e * h.itemsize, (size_t)(win[b].cnt * h.itemsize),
                                PYGPU_COPY_D2H);
             PYGPU_TRACE('q', issued, 0);
         }
@@ -565,11 +504,11 @@ pygpu_status pygpu_staged_d2h(pygpu_staging_ctx *c, pygpu_host_layout h, const c
         fresh = 0;
         if (retired == issued)
             break;
-        int b = retired % eng.depth;
+        int b = retired % c->lane->depth;
         if (r != 0 || (r = buffer_free(c, b)) != 0 || stop_now(c))
             break;
         PYGPU_TRACE('w', retired, 0);
-        pygpu_range_job j = {{h.ptr, h.strides, 0}, {eng.buf[b], NULL, 0}, h.shape, h.nd, h.itemsize, win[b].e,
+        pygpu_range_job j = {{h.ptr, h.strides, 0}, {c->lane->buf[b], NULL, 0}, h.shape, h.nd, h.itemsize, win[b].e,
                        win[b].cnt, 0};
         pygpu_parallel_range(&j, cfg.threads);
         PYGPU_TRACE('c', retired, (size_t)(win[b].cnt * h.itemsize));
@@ -577,12 +516,12 @@ pygpu_status pygpu_staged_d2h(pygpu_staging_ctx *c, pygpu_host_layout h, const c
     }
     PYGPU_TRACE('e', 0, 0);
     PYGPU_TRACE_NAME("d2h");
-    for (int b = 0; b < eng.depth; b++) {   /* nothing left in flight into the buffers */
+    for (int b = 0; b < c->lane->depth; b++) {   /* nothing left in flight into the buffers */
         pygpu_status f = buffer_free(c, b);
         if (f != 0 && r == 0)
             r = f;
     }
-    engine_give();
+    engine_give(c);
     return r;
 }
 
@@ -618,7 +557,7 @@ pygpu_status pygpu_staged_d2h_view(pygpu_staging_ctx *c, pygpu_host_layout h, co
     window win[PYGPU_MAX_DEPTH];
     ptrdiff_t lo, hi;
     *staged = 0;
-    if (!engine_take(&cfg, &h))
+    if (!engine_take(c, &cfg, &h))
         return 0;
     *staged = 1;
     ptrdiff_t n = layout_size(&h);
@@ -636,22 +575,22 @@ pygpu_status pygpu_staged_d2h_view(pygpu_staging_ctx *c, pygpu_host_layout h, co
     /* Windows of the covering bytes come down `depth` at a time; the
      * workers gather each one's elements while the next ones move. */
     while (done < n && r == 0) {
-        for (; issued - retired < eng.depth && r == 0 && schedule_next(&sch, &e, &cnt); issued++) {
-            int b = issued % eng.depth;
+        for (; issued - retired < c->lane->depth && r == 0 && schedule_next(&sch, &e, &cnt); issued++) {
+            int b = issued % c->lane->depth;
             win[b] = next_window(e, n, cnt, limit, h.nd, h.shape, dev_strides, h.itemsize);
             sch.next = e + win[b].cnt;      /* (fewer where the layout is sparser) */
             size_t bytes = (size_t)(offset_of(win[b].e + win[b].cnt - 1, h.nd, h.shape, dev_strides) - win[b].off +
                                     h.itemsize);
             if ((r = buffer_free(c, b)) == 0)
-                r = queue_copy(c, b, eng.buf[b], dev + win[b].off, bytes, PYGPU_COPY_D2H);
+                r = queue_copy(c, b, c->lane->buf[b], dev + win[b].off, bytes, PYGPU_COPY_D2H);
             PYGPU_TRACE('q', issued, bytes);
         }
-        int b = retired % eng.depth;
+        int b = retired % c->lane->depth;
         if (r != 0 || (r = buffer_free(c, b)) != 0 || stop_now(c))
             break;
         PYGPU_TRACE('w', retired, 0);
-        pygpu_range_job j = {{h.ptr, h.strides, 0}, {eng.buf[b], dev_strides, win[b].off}, h.shape, h.nd, h.itemsize,
-                       win[b].e, win[b].cnt, 0};
+        pygpu_range_job j = {{h.ptr, h.strides, 0}, {c->lane->buf[b], dev_strides, win[b].off}, h.shape, h.nd,
+                             h.itemsize, win[b].e, win[b].cnt, 0};
         pygpu_parallel_range(&j, cfg.threads);
         PYGPU_TRACE('c', retired, (size_t)(win[b].cnt * h.itemsize));
         done += win[b].cnt;
@@ -659,12 +598,12 @@ pygpu_status pygpu_staged_d2h_view(pygpu_staging_ctx *c, pygpu_host_layout h, co
     }
     PYGPU_TRACE('e', 0, 0);
     PYGPU_TRACE_NAME("d2h (view)");
-    for (int b = 0; b < eng.depth; b++) {
+    for (int b = 0; b < c->lane->depth; b++) {
         pygpu_status f = buffer_free(c, b);
         if (f != 0 && r == 0)
             r = f;
     }
-    engine_give();
+    engine_give(c);
     return r;
 }
 
@@ -675,60 +614,45 @@ pygpu_status pygpu_staged_h2d_rows(pygpu_staging_ctx *c, char *dev, ptrdiff_t pi
     pygpu_status r = 0;
     *staged = 0;
     ptrdiff_t n = layout_size(&h), per_row = width / h.itemsize, rows = n / per_row;
-    if (!engine_take(&cfg, &h))
+    if (!engine_take(c, &cfg, &h))
         return 0;
     size_t limit = chunk_bytes(&cfg, (size_t)(n * h.itemsize));
     ptrdiff_t k = (ptrdiff_t)limit / width;
     if (k < 1 || limit < cfg.chunk) {
-        engine_give();
+        engine_give(c);
         return 0;               /* rows wider than a buffer, or chunks not full: another way */
     }
     *staged = 1;
     PYGPU_TRACE('b', 0, (size_t)(n * h.itemsize));
     for (ptrdiff_t row = 0, i = 0; row < rows && r == 0; row += k, i++) {
-        int b = (int)(i % eng.depth);
+        int b = (int)(i % c->lane->depth);
         ptrdiff_t cnt = rows - row < k ? rows - row : k;
         if ((r = buffer_free(c, b)) != 0 || stop_now(c))
             break;
         PYGPU_TRACE('w', (int)i, 0);
-        pygpu_range_job j = {{eng.buf[b], NULL, 0}, {h.ptr, h.strides, 0}, h.shape, h.nd, h.itemsize, row * per_row,
-                       cnt * per_row, pygpu_up_stream(cnt * width)};
+        pygpu_range_job j = {{c->lane->buf[b], NULL, 0}, {h.ptr, h.strides, 0}, h.shape, h.nd, h.itemsize,
+                             row * per_row, cnt * per_row, pygpu_up_stream(cnt * width)};
         pygpu_parallel_range(&j, cfg.threads);
         PYGPU_TRACE('c', (int)i, (size_t)(cnt * width));
-        r = pygpu_rt_memcpy2d_async(dev + row * pitch, (size_t)pitch, eng.buf[b], (size_t)width, (size_t)width,
+        r = pygpu_rt_memcpy2d_async(dev + row * pitch, (size_t)pitch, c->lane->buf[b], (size_t)width, (size_t)width,
                                     (size_t)cnt, PYGPU_COPY_H2D, c->stream);
         if (r != 0) {
             c->call = "Memcpy2DAsync";
             break;
         }
-        if ((r = pygpu_rt_event_record(eng.ev[b], c->stream)) != 0)
+        if ((r = pygpu_rt_event_record(c->lane->ev[b], c->stream)) != 0)
             c->call = "EventRecord";
         else
-            eng.recorded[b] = 1;
+            c->lane->recorded[b] = 1;
         PYGPU_TRACE('q', (int)i, 0);
     }
     PYGPU_TRACE('e', 0, 0);
     PYGPU_TRACE_NAME("h2d (rows)");
-    engine_give();
+    engine_give(c);
     return r;
-}
-
-/* The child of a fork in which another thread was in a transfer starts
- * without the engine's buffers (they stay "in use" in the child's pool). */
-static void engine_fork(enum pygpu_fork_phase phase)
-{
-    if (phase != PYGPU_FORK_CHILD)
-        return;
-    if (pthread_mutex_trylock(&engine_mu) == 0) {
-        pthread_mutex_unlock(&engine_mu);
-    } else {
-        pthread_mutex_init(&engine_mu, NULL);
-        memset(&eng, 0, sizeof eng);
-        eng.device = -1;
-    }
 }
 
 void pygpu_pipeline_init(void)
 {
-    pygpu_fork_register(engine_fork);
+    pygpu_lanes_init();
 }

@@ -26,6 +26,7 @@ typedef struct {
     int stopped;                /* set when `interrupted` stopped it */
     pygpu_queued_fn queued;     /* if set: pygpu_staged_h2d calls it as its DMA is queued */
     void *queued_arg;
+    struct pygpu_lane *lane;    /* the staging buffers the transfer has (pipeline.c's own) */
 } pygpu_staging_ctx;
 
 /* The host layout of a staged copy: `ptr` + strides over the pair's shape

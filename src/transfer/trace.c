@@ -1,6 +1,8 @@
 /*
  * trace.c -- the staged transfers' trace; see trace.h.  One transfer's
- * events are kept (the engine runs one at a time), under their own lock.
+ * events are kept at a time, under their own lock: with several at once
+ * (other threads, other devices), the first to begin while none is traced
+ * is followed to its end, and the others go untraced.
  */
 #define _GNU_SOURCE
 #include "trace.h"
@@ -41,6 +43,8 @@ static pygpu_event_t dma[PYGPU_TRACE_DMA_MAX + 1];
 static int dma_n;
 static const char *name;
 static _Thread_local long long entered;
+static pthread_t owner;         /* the thread whose transfer is traced, */
+static int owned;               /* if one is */
 
 static long long now_ns(void)
 {
@@ -81,6 +85,19 @@ static void note_parts(trace_event *v, size_t bytes)
     }
 }
 
+/* 1 if the calling thread's transfer is the one traced (trace_mu held):
+ * a transfer that begins ('b') while none is takes the trace. */
+static int mine(char what)
+{
+    if (owned)
+        return pthread_equal(owner, pthread_self());
+    if (what != 'b')
+        return 0;
+    owned = 1;
+    owner = pthread_self();
+    return 1;
+}
+
 /* (trace_mu held) */
 static void note(char what, int chunk, size_t bytes)
 {
@@ -99,7 +116,8 @@ static void note(char what, int chunk, size_t bytes)
 void pygpu_trace_note(char what, int chunk, size_t bytes)
 {
     pthread_mutex_lock(&trace_mu);
-    note(what, chunk, bytes);
+    if (mine(what))
+        note(what, chunk, bytes);
     pthread_mutex_unlock(&trace_mu);
 }
 
@@ -114,7 +132,9 @@ static int record(int i, pygpu_stream_t stream)
 void pygpu_trace_dma(int k, pygpu_stream_t stream)
 {
     pthread_mutex_lock(&trace_mu);
-    if (k < 0)
+    if (!mine(0))
+        ;
+    else if (k < 0)
         dma_n = record(0, stream) ? 1 : 0;
     else if (dma_n == k + 1 && k + 1 <= PYGPU_TRACE_DMA_MAX && record(k + 1, stream))
         dma_n = k + 2;
@@ -124,7 +144,8 @@ void pygpu_trace_dma(int k, pygpu_stream_t stream)
 void pygpu_trace_name(const char *n)
 {
     pthread_mutex_lock(&trace_mu);
-    name = n;
+    if (mine(0))
+        name = n;
     pthread_mutex_unlock(&trace_mu);
 }
 
@@ -153,8 +174,14 @@ void pygpu_trace_done(void)
     if (!pygpu_trace_on)
         return;
     pthread_mutex_lock(&trace_mu);
+    if (!mine(0)) {
+        pthread_mutex_unlock(&trace_mu);
+        return;
+    }
+    owned = 0;
     if (name) {
         note('s', 0, 0);
+        flockfile(stderr);      /* (one line, whatever other threads print) */
         fprintf(stderr, "pygpu staging %s: copy entered %.1f us before b0;", name, (double)(trace.t0 - entered) / 1e3);
         for (int i = 0; i < trace.n; i++) {
             const trace_event *v = &trace.ev[i];
@@ -168,6 +195,7 @@ void pygpu_trace_done(void)
         }
         print_dma();
         fprintf(stderr, " (us)\n");
+        funlockfile(stderr);
         name = NULL;
     }
     pthread_mutex_unlock(&trace_mu);

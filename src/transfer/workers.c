@@ -1,5 +1,11 @@
 /*
  * workers.c -- the worker pool; see workers.h.
+ *
+ * Several jobs may be open at once (one per transfer in flight, each for
+ * one chunk's host copy): the workers serve the oldest first, each job up
+ * to the workers it asked for, so that concurrent transfers take turns
+ * chunk by chunk, and every caller works on its own job's parts too (it
+ * never waits on parts that nobody runs).
  */
 #define _GNU_SOURCE
 #include "workers.h"
@@ -11,6 +17,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* Workers spin for a while after each job before they sleep: a transfer
@@ -20,16 +27,33 @@
 #define SPIN_ROUNDS 20000
 #define PAUSE_ROUNDS 2000
 
-static pthread_mutex_t job_mu = PTHREAD_MUTEX_INITIALIZER;    /* one job at a time */
+/* Jobs in hand at once: each transfer in flight has at most two (the
+ * chunk being copied, the next one started), and host copies outside a
+ * transfer one; a job that finds no free slot is run by its caller. */
+#define MAX_JOBS 32
+
+/* A job open to the workers.  A worker looks at a slot only while counted
+ * in `users`, and takes parts only while `live`: the joiner closes it
+ * (live 0) and waits for its users to leave before the slot is reused. */
+typedef struct {
+    atomic_int live, users, next, finished, joined;
+    atomic_int nparts, want;    /* want: workers that may work on it at once */
+    atomic_ulong seq;           /* jobs are served oldest first */
+    pygpu_part_fn fn;           /* (read only by its users while it is live) */
+    void *arg;
+} slot;
+
+static slot slots[MAX_JOBS];
+static int slot_taken[MAX_JOBS];
+static unsigned long slot_seq;
+static pthread_mutex_t slots_mu = PTHREAD_MUTEX_INITIALIZER;  /* slot_taken, slot_seq, starting workers */
 static pthread_mutex_t work_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t work_cv = PTHREAD_COND_INITIALIZER;
-static atomic_int nworkers;       /* started (they only grow, under job_mu) */
+static atomic_int nworkers;       /* started (they only grow, under slots_mu) */
 static atomic_int alive, quitting;      /* workers running; set at exit: they stop */
-static atomic_ulong job_gen;
+static atomic_ulong job_gen;            /* moves on at every job: a sign to look */
 static atomic_int sleepers;
-static pygpu_part_fn job_fn;
-static void *job_arg;
-static atomic_int job_next, job_parts, job_finished, job_workers;     /* workers [0, job_workers) take part */
+static atomic_int job_workers;          /* workers [0, job_workers) take part; the others sleep */
 /* While a staged transfer runs the workers spin without yielding or
  * sleeping: it hands them a job every few tens of microseconds, and a
  * sleeping (or descheduled) worker takes that long to come back. */
@@ -42,14 +66,46 @@ static void cpu_relax(void)
 #endif
 }
 
-/* Claim and run parts of the current job until none are left. */
-static void run_parts(void)
+/* Claim and run parts of slot `s` until none are left. */
+static void run_parts(slot *s)
 {
-    int k;
-    while ((k = atomic_fetch_add(&job_next, 1)) < atomic_load(&job_parts)) {
-        job_fn(job_arg, k, atomic_load(&job_parts));
-        atomic_fetch_add(&job_finished, 1);
+    int k, n = atomic_load(&s->nparts);
+    while ((k = atomic_fetch_add(&s->next, 1)) < n) {
+        s->fn(s->arg, k, n);
+        atomic_fetch_add(&s->finished, 1);
     }
+}
+
+/* The oldest open job with parts left and room for one more worker, or
+ * NULL. */
+static slot *oldest_open(void)
+{
+    slot *best = NULL;
+    for (int i = 0; i < MAX_JOBS; i++) {
+        slot *s = &slots[i];
+        if (atomic_load(&s->live) && atomic_load(&s->next) < atomic_load(&s->nparts) &&
+            atomic_load(&s->joined) < atomic_load(&s->want) && (!best || atomic_load(&s->seq) < atomic_load(&best->seq)))
+            best = s;
+    }
+    return best;
+}
+
+/* Work on the oldest open job, if there is one; 1 if some was found. */
+static int help(void)
+{
+    slot *s = oldest_open();
+    if (!s)
+        return 0;
+    atomic_fetch_add(&s->users, 1);
+    /* (the slot may have been closed, or reused for a newer job, since it
+     * was seen: either way what it holds now is consistent) */
+    if (atomic_load(&s->live)) {
+        if (atomic_fetch_add(&s->joined, 1) < atomic_load(&s->want))
+            run_parts(s);
+        atomic_fetch_sub(&s->joined, 1);
+    }
+    atomic_fetch_sub(&s->users, 1);
+    return 1;
 }
 
 static void *worker_main(void *arg)
@@ -57,6 +113,8 @@ static void *worker_main(void *arg)
     int me = (int)(intptr_t)arg;
     unsigned long seen = atomic_load(&job_gen);
     while (!atomic_load(&quitting)) {
+        if (me < atomic_load(&job_workers) && help())
+            continue;
         /* (a worker beyond those the settings ask for sleeps) */
         for (int i = 0; i < SPIN_ROUNDS && atomic_load(&job_gen) == seen && !atomic_load(&quitting) &&
                         me < atomic_load(&job_workers);
@@ -80,11 +138,31 @@ static void *worker_main(void *arg)
             pthread_mutex_unlock(&work_mu);
         }
         seen = atomic_load(&job_gen);
-        if (me < atomic_load(&job_workers))
-            run_parts();
     }
     atomic_fetch_sub(&alive, 1);
     return NULL;
+}
+
+static void wake_sleepers(void)
+{
+    if (atomic_load(&sleepers) > 0) {
+        pthread_mutex_lock(&work_mu);
+        pthread_cond_broadcast(&work_cv);
+        pthread_mutex_unlock(&work_mu);
+    }
+}
+
+/* Workers [0, want) take part: at least `want` while a transfer is hot
+ * (another transfer in flight may want more), exactly `want` otherwise. */
+static void allow_workers(int want)
+{
+    int cur = atomic_load(&job_workers);
+    if (atomic_load(&hot) == 0) {
+        atomic_store(&job_workers, want);
+        return;
+    }
+    while (cur < want && !atomic_compare_exchange_weak(&job_workers, &cur, want))
+        ;
 }
 
 /* At exit the workers stop, and are waited for (a second at most), so that
@@ -103,7 +181,7 @@ static void stop_workers(void)
     }
 }
 
-/* Start workers up to `n` (job_mu held); returns how many there are. */
+/* Start workers up to `n` (slots_mu held); returns how many there are. */
 static int ensure_workers(int n)
 {
     static int at_exit;
@@ -133,28 +211,34 @@ static int ensure_workers(int n)
 pygpu_job pygpu_job_start(pygpu_part_fn fn, void *arg, int nparts, int threads)
 {
     pygpu_job p = {fn, arg, nparts, 0};
-    if (nparts <= 1 || threads <= 1 || pthread_mutex_trylock(&job_mu) != 0)
-        return p;               /* (another job holds the workers) */
-    int workers = ensure_workers((nparts < threads ? nparts : threads) - 1);
+    int i, workers;
+    if (nparts <= 1 || threads <= 1)
+        return p;
+    pthread_mutex_lock(&slots_mu);
+    for (i = 0; i < MAX_JOBS && slot_taken[i]; i++)
+        ;
+    workers = i < MAX_JOBS ? ensure_workers((nparts < threads ? nparts : threads) - 1) : 0;
     if (workers > threads - 1)
         workers = threads - 1;
-    if (workers == 0) {
-        pthread_mutex_unlock(&job_mu);
+    if (workers == 0) {         /* (every slot in use, or no worker could start) */
+        pthread_mutex_unlock(&slots_mu);
         return p;
     }
-    job_fn = fn;
-    job_arg = arg;
-    atomic_store(&job_parts, nparts);
-    atomic_store(&job_workers, workers);
-    atomic_store(&job_finished, 0);
-    atomic_store(&job_next, 0);
+    slot *s = &slots[i];
+    slot_taken[i] = 1;
+    s->fn = fn;
+    s->arg = arg;
+    atomic_store(&s->nparts, nparts);
+    atomic_store(&s->want, workers);
+    atomic_store(&s->seq, slot_seq++);
+    pthread_mutex_unlock(&slots_mu);
+    atomic_store(&s->next, 0);
+    atomic_store(&s->finished, 0);
+    atomic_store(&s->live, 1);
+    allow_workers(workers);
     atomic_fetch_add(&job_gen, 1);
-    if (atomic_load(&sleepers) > 0) {
-        pthread_mutex_lock(&work_mu);
-        pthread_cond_broadcast(&work_cv);
-        pthread_mutex_unlock(&work_mu);
-    }
-    p.shared = 1;
+    wake_sleepers();
+    p.shared = i + 1;
     return p;
 }
 
@@ -165,11 +249,16 @@ void pygpu_job_join(const pygpu_job *p)
             p->fn(p->arg, k, p->nparts);
         return;
     }
-    run_parts();
-    while (atomic_load(&job_finished) < p->nparts)     /* the last parts are short */
+    slot *s = &slots[p->shared - 1];
+    run_parts(s);
+    while (atomic_load(&s->finished) < p->nparts)     /* the last parts are short */
         cpu_relax();
-    atomic_store(&job_parts, 0);        /* late workers find nothing to claim */
-    pthread_mutex_unlock(&job_mu);
+    atomic_store(&s->live, 0);          /* late workers find nothing to claim */
+    while (atomic_load(&s->users) > 0)
+        cpu_relax();
+    pthread_mutex_lock(&slots_mu);
+    slot_taken[p->shared - 1] = 0;
+    pthread_mutex_unlock(&slots_mu);
 }
 
 void pygpu_run_parallel(pygpu_part_fn fn, void *arg, int nparts, int threads)
@@ -181,13 +270,10 @@ void pygpu_run_parallel(pygpu_part_fn fn, void *arg, int nparts, int threads)
 void pygpu_workers_heat(int want)
 {
     int started = atomic_load(&nworkers);
-    atomic_store(&job_workers, want < started ? want : started);
+    allow_workers(want < started ? want : started);
     atomic_fetch_add(&hot, 1);
-    if (want > 0 && atomic_load(&sleepers) > 0) {     /* wake them while the transfer sets out */
-        pthread_mutex_lock(&work_mu);
-        pthread_cond_broadcast(&work_cv);
-        pthread_mutex_unlock(&work_mu);
-    }
+    if (want > 0)               /* wake them while the transfer sets out */
+        wake_sleepers();
 }
 
 void pygpu_workers_cool(void)
@@ -201,8 +287,10 @@ static void workers_fork(enum pygpu_fork_phase phase)
 {
     if (phase != PYGPU_FORK_CHILD)
         return;
-    pthread_mutex_init(&job_mu, NULL);
+    pthread_mutex_init(&slots_mu, NULL);
     pthread_mutex_init(&work_mu, NULL);
+    memset(slots, 0, sizeof slots);
+    memset(slot_taken, 0, sizeof slot_taken);
     pthread_cond_init(&work_cv, NULL);
     atomic_store(&sleepers, 0);
     atomic_store(&alive, 0);

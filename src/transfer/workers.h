@@ -1,7 +1,8 @@
 /*
- * workers.h -- a small persistent pool of host threads that share out the
- * parts of one job at a time (workers.c): the host copies of a staged
- * transfer, prefaulting.  Pure C, callable without the GIL.
+ * workers.h -- a small persistent pool of host threads, one per process,
+ * that share out the parts of jobs (workers.c): the host copies of staged
+ * transfers, prefaulting.  Jobs of several threads' transfers are open at
+ * once and served oldest first.  Pure C, callable without the GIL.
  */
 #ifndef PYGPU_TRANSFER_WORKERS_H
 #define PYGPU_TRANSFER_WORKERS_H
@@ -13,13 +14,13 @@ typedef void (*pygpu_part_fn)(void *arg, int part, int nparts);
 typedef struct {
     pygpu_part_fn fn;
     void *arg;
-    int nparts, shared;         /* shared: the workers have it (the job lock held) */
+    int nparts, shared;         /* shared: the workers have it (its slot + 1), else 0 */
 } pygpu_job;
 
 /* Hand fn(arg, k, nparts), k in [0, nparts), to at most threads - 1 workers
  * and return at once, so that the caller can do something else (queue a
- * DMA) before it joins in with pygpu_job_join.  Where the workers cannot
- * be had (another job has them), the join runs every part. */
+ * DMA) before it joins in with pygpu_job_join.  Where no worker can be
+ * had (too many jobs open), the join runs every part. */
 pygpu_job pygpu_job_start(pygpu_part_fn fn, void *arg, int nparts, int threads);
 /* Run the parts no worker has claimed; return when all are done. */
 void pygpu_job_join(const pygpu_job *p);

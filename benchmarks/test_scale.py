@@ -1,0 +1,68 @@
+"""Transfers at scale (issue targets, as ratios to raw pinned cudaMemcpy in
+the same run): pytest-benchmark over pygpu/bench_scale.py's cases, with the
+aggregate GB/s, the ratio and the async fraction in extra_info.
+
+    python -m pytest benchmarks/test_scale.py --benchmark-columns=median
+    PYGPU_BENCH_SCALE_SIZE=16M ... to choose each thread's size (default 64M)
+"""
+import os
+
+import pytest
+
+import pygpu
+from pygpu import bench, bench_scale
+
+SIZE = bench.parse_size(os.environ.get("PYGPU_BENCH_SCALE_SIZE", "64M"))
+RAW = bench.RawCuda()
+_ceilings = {}
+
+
+def ceiling(direction):
+    if direction not in _ceilings:
+        fn, keep = RAW.case(direction, SIZE)
+        _ceilings[direction] = SIZE / bench.time_case(fn, SIZE, budget=0.3) / 1e9
+        del keep
+    return _ceilings[direction]
+
+
+@pytest.mark.parametrize("nthreads", bench_scale.THREADS)
+@pytest.mark.parametrize("direction", ["H2D", "D2H"])
+@pytest.mark.parametrize("lib", ["pygpu", "cupy", "torch"])
+def test_threads(benchmark, lib, direction, nthreads):
+    """N threads, each moving SIZE bytes of touched pageable memory on its
+    own stream, in a loop: the aggregate GB/s (target: 0.80 of pinned)."""
+    if lib != "pygpu" and pygpu.backend != "cuda":
+        pytest.skip("peers are compared on the CUDA backend")
+    setup = bench_scale.thread_case(lib, direction, SIZE)
+    if setup is None:
+        pytest.skip(f"{lib} does not import here")
+    seen = []
+    benchmark.pedantic(lambda: seen.append(bench_scale.aggregate(setup, nthreads, SIZE, budget=0.3)),
+                       rounds=3, iterations=1)
+    gbs = sorted(seen)[len(seen) // 2]
+    benchmark.extra_info["aggregate GB/s"] = round(gbs, 2)
+    if RAW.available():
+        benchmark.extra_info["ratio to raw"] = round(gbs / ceiling(direction), 3)
+
+
+def test_small_beside_big(benchmark):
+    """A 1 MiB to_gpu while another thread uploads 1 GiB at a time, against
+    the same alone (target: at most 2x)."""
+    seen = []
+    benchmark.pedantic(lambda: seen.append(bench_scale.latency_beside(budget=0.3)), rounds=1, iterations=1)
+    alone, beside = seen[0]
+    benchmark.extra_info["alone us"] = round(alone * 1e6, 1)
+    benchmark.extra_info["beside us"] = round(beside * 1e6, 1)
+    benchmark.extra_info["ratio"] = round(beside / alone, 2)
+
+
+@pytest.mark.parametrize("nbytes", [16 << 20, 64 << 20, 256 << 20])
+def test_async_gives_time_back(benchmark, nbytes):
+    """to_gpu_async of pageable memory: the call's share of the time until
+    the stream has the data (target: at most 0.05 from 16 MiB)."""
+    seen = []
+    benchmark.pedantic(lambda: seen.append(bench_scale.async_overlap(nbytes, budget=0.3)), rounds=1, iterations=1)
+    call, total = seen[0]
+    benchmark.extra_info["call ms"] = round(call * 1e3, 3)
+    benchmark.extra_info["total ms"] = round(total * 1e3, 3)
+    benchmark.extra_info["call share"] = round(call / total, 3)

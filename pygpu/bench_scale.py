@@ -1,0 +1,233 @@
+"""Transfers at scale, for python -m pygpu.bench --scale (and
+benchmarks/test_scale.py): several threads moving data at once, a small
+transfer beside a big one, and how much of a transfer's time an
+asynchronous call gives back.
+
+    threads   N threads (1, 2, 4, 8), each with its own stream and arrays,
+              each doing to_gpu (or get(ary=...)) of touched pageable memory
+              in a loop: the aggregate GB/s, and its ratio to raw pinned
+              cudaMemcpy measured in the same run; CuPy and PyTorch beside.
+    beside    a 1 MiB to_gpu's latency alone, and while another thread moves
+              1 GiB at a time (the ratio: how long it waits behind it).
+    async     to_gpu_async of pageable memory on a stream: the call's time
+              over the time until the stream has the data (1.0: the call
+              gave nothing back; the rest is the caller's to use).
+"""
+import statistics
+import threading
+import time
+
+import numpy as np
+
+import pygpu
+from pygpu.bench import MiB, GiB, RawCuda, pageable_array, size_name, time_case
+
+THREADS = [1, 2, 4, 8]
+
+
+def _streams(lib):
+    """A new stream of library `lib` and how to wait for it."""
+    if lib == "pygpu":
+        s = pygpu.Stream()
+        return s, s.synchronize
+    if lib == "cupy":
+        import cupy as cp
+        s = cp.cuda.Stream(non_blocking=True)
+        return s, s.synchronize
+    import torch
+    s = torch.cuda.Stream()
+    return s, s.synchronize
+
+
+def thread_case(lib, direction, nbytes):
+    """setup() -> (fn, keepalive) for one thread's transfer of nbytes by
+    `lib` in `direction` ("H2D": host to device; "D2H": into a touched
+    pageable array), on a stream of its own; fn returns when the data is
+    there.  None where `lib` does not import here."""
+    try:
+        if lib == "pygpu":
+            def setup():
+                s, _ = _streams(lib)
+                host = pageable_array(nbytes)
+                if direction == "H2D":
+                    return (lambda: pygpu.to_gpu(host, stream=s)), (host, s)
+                g = pygpu.to_gpu(host)
+                return (lambda: g.get(ary=host, stream=s)), (g, host, s)
+        elif lib == "cupy":
+            import cupy as cp
+
+            def setup():
+                s, sync = _streams(lib)
+                host = pageable_array(nbytes)
+                with s:
+                    x = cp.asarray(host)
+                if direction == "H2D":
+                    def up():
+                        with s:
+                            cp.asarray(host)
+                        sync()
+                    return up, (host, s, x)
+                return (lambda: x.get(out=host, stream=s)), (host, s, x)
+        elif lib == "torch":
+            import torch
+
+            def setup():
+                s, sync = _streams(lib)
+                host = torch.from_numpy(pageable_array(nbytes))
+                x = host.to("cuda")
+
+                def move():
+                    with torch.cuda.stream(s):
+                        if direction == "H2D":
+                            host.to("cuda")
+                        else:
+                            host.copy_(x)
+                    sync()
+                return move, (host, s, x)
+        else:
+            return None
+    except Exception:  # noqa: BLE001 - the peer does not import here
+        return None
+    return setup
+
+
+def aggregate(setup, nthreads, nbytes, budget=0.5):
+    """Aggregate GB/s of `nthreads` threads each calling its own setup()'s
+    fn in a loop for about `budget` seconds, started together."""
+    made = [setup() for _ in range(nthreads)]
+    for fn, _ in made:
+        fn()                                    # warm-up: pools, lanes, page faults
+    start = threading.Barrier(nthreads + 1)
+    counts, errors = [0] * nthreads, []
+    deadline = [0.0]
+
+    def body(k):
+        fn = made[k][0]
+        try:
+            start.wait()
+            while time.perf_counter() < deadline[0]:
+                fn()
+                counts[k] += 1
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=body, args=(k,), daemon=True) for k in range(nthreads)]
+    for t in threads:
+        t.start()
+    t0 = time.perf_counter()
+    deadline[0] = t0 + budget
+    start.wait()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - t0
+    if errors:
+        raise errors[0]
+    return sum(counts) * nbytes / elapsed / 1e9
+
+
+def measure_threads(nbytes=64 * MiB, counts=THREADS, peers=("cupy", "torch"), progress=None, budget=0.5):
+    """{(library, direction): {threads: GB/s}}, and the raw pinned ceiling
+    {direction: GB/s} measured in the same run."""
+    raw, ceilings, results = RawCuda(), {}, {}
+    for d in ("H2D", "D2H"):
+        if raw.available():
+            fn, keep = raw.case(d, nbytes)
+            ceilings[d] = nbytes / time_case(fn, nbytes, budget) / 1e9
+            del keep
+        for lib in ("pygpu",) + tuple(peers if pygpu.backend == "cuda" else ()):
+            setup = thread_case(lib, d, nbytes)
+            if setup is None:
+                continue
+            for n in counts:
+                if progress:
+                    progress(f"{lib} {d} from {n} thread{'s' if n > 1 else ''}, {size_name(nbytes)} each")
+                results.setdefault((lib, d), {})[n] = aggregate(setup, n, nbytes, budget)
+    return results, ceilings
+
+
+def threads_table(results, ceilings, nbytes, counts=THREADS):
+    names = {"H2D": "to_gpu", "D2H": "get(ary)"}
+    lines = [f"Threads: aggregate GB/s of N threads, each moving {size_name(nbytes)} of touched pageable memory "
+             "on its own stream (ratio to raw pinned cudaMemcpy, same run)"]
+    head = f"{'library':<8} {'case':<10}" + "".join(f"{str(n) + ' thr':>16}" for n in counts)
+    lines += [head, "-" * len(head)]
+    for d in ("H2D", "D2H"):
+        if d in ceilings:
+            lines.append(f"{'raw':<8} {d + ' pinned':<10}" + f"{ceilings[d]:>16.1f}" * len(counts))
+        for (lib, dd), row in results.items():
+            if dd != d:
+                continue
+            cells = ""
+            for n in counts:
+                gbs = row.get(n)
+                ratio = f" ({gbs / ceilings[d]:.2f})" if gbs and d in ceilings else ""
+                cells += f"{(f'{gbs:.1f}' if gbs else '-') + ratio:>16}"
+            lines.append(f"{lib:<8} {names[d]:<10}" + cells)
+    return "\n".join(lines)
+
+
+def latency_beside(small=1 * MiB, big=1 * GiB, budget=0.5):
+    """(median seconds of a `small` to_gpu alone, the same while another
+    thread uploads `big` at a time)."""
+    host = pageable_array(small)
+    alone = time_case(lambda: pygpu.to_gpu(host), small, budget)
+    big_host, stop = pageable_array(big), threading.Event()
+
+    def mover():
+        s = pygpu.Stream()
+        while not stop.is_set():
+            pygpu.to_gpu(big_host, stream=s)
+
+    t = threading.Thread(target=mover, daemon=True)
+    t.start()
+    time.sleep(0.05)                            # the big transfer is under way
+    times = []
+    end = time.perf_counter() + max(budget, 1.0)
+    while time.perf_counter() < end or len(times) < 5:
+        t0 = time.perf_counter()
+        pygpu.to_gpu(host)
+        times.append(time.perf_counter() - t0)
+    stop.set()
+    t.join()
+    return alone, statistics.median(times)
+
+
+def async_overlap(nbytes, budget=0.5):
+    """(seconds the to_gpu_async call took, seconds until its stream had
+    the data), medians, for touched pageable memory."""
+    host, s = pageable_array(nbytes), pygpu.Stream()
+    pygpu.to_gpu_async(host, stream=s)
+    s.synchronize()
+    calls, totals = [], []
+    end = time.perf_counter() + budget
+    while time.perf_counter() < end or len(calls) < 3:
+        t0 = time.perf_counter()
+        g = pygpu.to_gpu_async(host, stream=s)
+        t1 = time.perf_counter()
+        s.synchronize()
+        t2 = time.perf_counter()
+        calls.append(t1 - t0)
+        totals.append(t2 - t0)
+        del g
+    return statistics.median(calls), statistics.median(totals)
+
+
+def scale_report(nbytes=64 * MiB, counts=THREADS, peers=("cupy", "torch"), progress=None, budget=0.5,
+                 async_sizes=(16 * MiB, 64 * MiB, 256 * MiB)):
+    """The --scale report, as text."""
+    results, ceilings = measure_threads(nbytes, counts, peers, progress, budget)
+    lines = [threads_table(results, ceilings, nbytes, counts), ""]
+    if progress:
+        progress("a 1 MiB to_gpu beside a 1 GiB one")
+    alone, beside = latency_beside(budget=budget)
+    lines.append(f"Beside: a 1 MiB to_gpu takes {alone * 1e6:.0f} us alone and {beside * 1e6:.0f} us while "
+                 f"another thread moves 1 GiB at a time ({beside / alone:.2f}x)")
+    lines.append("")
+    lines.append("Async: to_gpu_async(touched pageable, stream): the call's time over the time until the "
+                 "stream has the data (lower gives the caller more back)")
+    for n in async_sizes:
+        if progress:
+            progress(f"to_gpu_async of {size_name(n)}")
+        call, total = async_overlap(n, budget)
+        lines.append(f"  {size_name(n):>8}: call {call * 1e3:.2f} ms of {total * 1e3:.2f} ms ({call / total:.2f})")
+    return "\n".join(lines)

@@ -1,0 +1,175 @@
+/*
+ * lanes.c -- the staging lanes; see lanes.h.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "lanes.h"
+#include "pinned_pool.h"
+#include "pipeline.h"
+#include "../fork.h"
+
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_LANES 32                /* in all */
+#define LANES_PER_DEVICE 8          /* transfers staged at once to one device; the next waits */
+
+typedef pygpu_lane lane;
+
+static pthread_mutex_t lanes_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t lanes_cv = PTHREAD_COND_INITIALIZER;
+static lane lanes[MAX_LANES];
+
+/* Wait for and free a lane's buffers and events (an idle lane, or the
+ * caller's own). */
+static void lane_drop(lane *l)
+{
+    for (int b = 0; b < l->depth; b++) {
+        if (l->ev[b] && !pygpu_fork_broken()) {   /* (a broken child leaves the parent's events alone) */
+            if (l->recorded[b])
+                pygpu_rt_event_synchronize(l->ev[b]);
+            pygpu_rt_event_destroy(l->ev[b]);
+        }
+        if (l->buf[b])
+            pygpu_pinned_give(l->buf[b]);
+        l->ev[b] = NULL;
+        l->buf[b] = NULL;
+        l->recorded[b] = 0;
+    }
+    for (int k = 0; k < WHOLE_CHUNKS; k++) {
+        if (l->whole[k] && !pygpu_fork_broken())
+            pygpu_rt_event_destroy(l->whole[k]);
+        l->whole[k] = NULL;
+    }
+    (void)pygpu_rt_get_last_error();
+    l->depth = 0;
+    l->device = -1;
+    l->drop = 0;
+}
+
+/* Make the caller's lane's buffers for `c` on device `dev`; 0 if they
+ * cannot be had. */
+static int lane_ready(lane *l, const pygpu_transfer_config *c, int dev)
+{
+    if (l->depth == c->depth && l->chunk == c->chunk && l->device == dev)
+        return 1;
+    lane_drop(l);
+    for (int b = 0; b < c->depth; b++) {
+        l->buf[b] = pygpu_pinned_take(c->chunk);
+        if (!l->buf[b] || pygpu_rt_event_create(&l->ev[b], PYGPU_EVENT_DISABLE_TIMING) != 0) {
+            l->depth = b + 1;
+            lane_drop(l);
+            return 0;
+        }
+    }
+    l->depth = c->depth;
+    l->chunk = c->chunk;
+    l->device = dev;
+    return 1;
+}
+
+/* An idle lane for device `dev` (lanes_mu held): one with buffers of the
+ * settings `c` there, else an empty one, else an idle one to rebuild; NULL
+ * when the device has LANES_PER_DEVICE transfers at work, or none is idle. */
+static lane *lane_find(const pygpu_transfer_config *c, int dev)
+{
+    lane *same = NULL, *empty = NULL, *other = NULL;
+    int at_work = 0;
+    for (int i = 0; i < MAX_LANES; i++) {
+        lane *l = &lanes[i];
+        if (l->busy)
+            at_work += l->serves == dev;
+        else if (l->device == dev && l->depth == c->depth && l->chunk == c->chunk)
+            same = same ? same : l;
+        else if (l->depth == 0)
+            empty = empty ? empty : l;
+        else
+            other = other ? other : l;
+    }
+    if (at_work >= LANES_PER_DEVICE)
+        return NULL;
+    return same ? same : empty ? empty : other;
+}
+
+void pygpu_staging_release(void)
+{
+    pthread_mutex_lock(&lanes_mu);
+    for (int i = 0; i < MAX_LANES; i++) {
+        if (lanes[i].busy)
+            lanes[i].drop = 1;      /* (its transfer gives them back as it ends) */
+        else
+            lane_drop(&lanes[i]);
+    }
+    pthread_mutex_unlock(&lanes_mu);
+}
+
+/* Give the caller's lane back, and wake a transfer waiting for one.  A
+ * device keeps one idle lane's buffers for its next transfer; another
+ * lane's go back to the pinned pool (waiting for its last DMA), as they
+ * do when staging_release asked while the lane was at work. */
+void pygpu_lane_give(lane *l)
+{
+    int idle = 0;
+    pthread_mutex_lock(&lanes_mu);
+    for (int i = 0; i < MAX_LANES; i++)
+        idle += !lanes[i].busy && lanes[i].depth > 0 && lanes[i].device == l->device;
+    int drop = l->drop || idle > 0;
+    pthread_mutex_unlock(&lanes_mu);
+    if (drop)
+        lane_drop(l);           /* (still busy: nobody else touches it) */
+    pthread_mutex_lock(&lanes_mu);
+    l->busy = 0;
+    pthread_cond_broadcast(&lanes_cv);
+    pthread_mutex_unlock(&lanes_mu);
+}
+
+pygpu_lane *pygpu_lane_take(const pygpu_transfer_config *cfg, int dev, int (*stop)(void *), void *arg)
+{
+    lane *l;
+    pthread_mutex_lock(&lanes_mu);
+    while (!(l = lane_find(cfg, dev))) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 10 * 1000000;
+        if (until.tv_nsec >= 1000000000) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&lanes_cv, &lanes_mu, &until);
+        pthread_mutex_unlock(&lanes_mu);
+        if (stop && stop(arg))
+            return NULL;
+        pthread_mutex_lock(&lanes_mu);
+    }
+    l->busy = 1;
+    l->serves = dev;
+    pthread_mutex_unlock(&lanes_mu);
+    if (!lane_ready(l, cfg, dev)) {
+        pygpu_lane_give(l);
+        return NULL;
+    }
+    return l;
+}
+
+/* The child of a fork in which another thread was in a transfer starts
+ * without any lane's buffers (they stay "in use" in the child's pool). */
+static void lanes_fork(enum pygpu_fork_phase phase)
+{
+    int busy = 0;
+    if (phase != PYGPU_FORK_CHILD)
+        return;
+    pthread_mutex_init(&lanes_mu, NULL);
+    pthread_cond_init(&lanes_cv, NULL);
+    for (int i = 0; i < MAX_LANES; i++)
+        busy |= lanes[i].busy;
+    if (busy) {
+        memset(lanes, 0, sizeof lanes);
+        for (int i = 0; i < MAX_LANES; i++)
+            lanes[i].device = -1;
+    }
+}
+
+void pygpu_lanes_init(void)
+{
+    pygpu_fork_register(lanes_fork);
+}

@@ -1,0 +1,46 @@
+/*
+ * lanes.h -- the staging lanes (lanes.c): the page-locked buffers and
+ * events of one staged transfer at a time, on one device.  Each thread's
+ * transfer takes a lane of its own (its device's idle one, or a new one),
+ * so that transfers from several threads or to several devices run side by
+ * side, their host copies taking turns on the workers chunk by chunk
+ * (workers.c), and none falls back to the runtime's slow way for finding
+ * another at work.  One idle lane per device keeps its buffers for the
+ * next transfer (pygpu_staging_release gives them back); the others' go
+ * back to the pinned pool.  Pure C over the runtime interface, callable
+ * without the GIL.
+ */
+#ifndef PYGPU_TRANSFER_LANES_H
+#define PYGPU_TRANSFER_LANES_H
+
+#include <stddef.h>
+
+#include "../backend/rt.h"
+#include "settings.h"
+#include "trace.h"
+
+#define WHOLE_CHUNKS 32         /* DMA calls of a whole-buffer transfer, at most */
+_Static_assert(WHOLE_CHUNKS <= PYGPU_TRACE_DMA_MAX, "the trace records a timing event per DMA call");
+
+typedef struct pygpu_lane {
+    int busy, serves;           /* taken by a transfer to device `serves` */
+    int drop;                   /* give the buffers back when that transfer ends */
+    int depth, device;          /* the buffers: `depth` of `chunk` bytes, on `device` (-1: none) */
+    size_t chunk;
+    void *buf[PYGPU_MAX_DEPTH];
+    pygpu_event_t ev[PYGPU_MAX_DEPTH];
+    int recorded[PYGPU_MAX_DEPTH];      /* ev[b] marks buffer b's last DMA */
+    pygpu_event_t whole[WHOLE_CHUNKS];  /* one per DMA call of a whole-buffer transfer */
+} pygpu_lane;
+
+/* A lane for a transfer to device `dev`, with buffers for `cfg`: waits
+ * while the device has as many transfers staged as it may (stop(arg) is
+ * asked every 10 ms: non-zero gives up); NULL when it gave up or the
+ * buffers cannot be had (the pinned pool's limit). */
+pygpu_lane *pygpu_lane_take(const pygpu_transfer_config *cfg, int dev, int (*stop)(void *), void *arg);
+/* Give a lane back at the end of its transfer. */
+void pygpu_lane_give(pygpu_lane *l);
+/* Registers the lanes' fork handler. */
+void pygpu_lanes_init(void);
+
+#endif

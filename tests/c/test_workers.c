@@ -1,0 +1,92 @@
+/*
+ * test_workers.c -- the worker pool (src/transfer/workers.c) with several
+ * callers at once: each part of each job runs exactly once, and before its
+ * join returns, whether the workers took part or the caller ran it alone;
+ * jobs of different callers open at once all complete (no caller waits
+ * on parts nobody runs), with transfers "hot" and cold, and more callers
+ * than job slots.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "check.h"
+#include "transfer/workers.h"
+#include "fork.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+/* The pool registers a fork handler; these tests do not fork. */
+void pygpu_fork_register(pygpu_fork_fn fn) { (void)fn; }
+
+#define CALLERS 12
+#define JOBS 300
+#define MAX_PARTS 24
+
+typedef struct {
+    atomic_int ran[MAX_PARTS];
+    atomic_int bad;             /* a part called with the wrong count */
+    int nparts;
+} job;
+
+static void part(void *arg, int k, int nparts)
+{
+    job *j = arg;
+    if (nparts != j->nparts || k < 0 || k >= nparts)
+        atomic_fetch_add(&j->bad, 1);
+    else
+        atomic_fetch_add(&j->ran[k], 1);
+}
+
+static atomic_int wrong, done_jobs, shared_jobs;
+
+static uint64_t seeds[CALLERS];
+
+static void *caller(void *arg)
+{
+    uint64_t seed = *(uint64_t *)arg;
+    for (int i = 0; i < JOBS; i++) {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        job j;
+        memset(&j, 0, sizeof j);
+        j.nparts = 1 + (int)(seed % MAX_PARTS);
+        int threads = 1 + (int)((seed >> 8) % 6), hot = (seed >> 16) & 1;
+        if (hot)
+            pygpu_workers_heat(threads - 1);
+        pygpu_job p = pygpu_job_start(part, &j, j.nparts, threads);
+        atomic_fetch_add(&shared_jobs, p.shared != 0);
+        pygpu_job_join(&p);
+        for (int k = 0; k < j.nparts; k++)
+            if (atomic_load(&j.ran[k]) != 1)
+                atomic_fetch_add(&wrong, 1);
+        if (atomic_load(&j.bad))
+            atomic_fetch_add(&wrong, 1);
+        if (hot)
+            pygpu_workers_cool();
+        atomic_fetch_add(&done_jobs, 1);
+    }
+    return NULL;
+}
+
+int main(void)
+{
+    pthread_t t[CALLERS];
+    for (int i = 0; i < CALLERS; i++)
+        seeds[i] = rng_next() | 1;      /* (xorshift's state must not be 0) */
+    for (int i = 0; i < CALLERS; i++)
+        CHECK(pthread_create(&t[i], NULL, caller, &seeds[i]) == 0);
+    for (int i = 0; i < CALLERS; i++)
+        pthread_join(t[i], NULL);
+    CHECK(atomic_load(&wrong) == 0);
+    CHECK(atomic_load(&done_jobs) == CALLERS * JOBS);
+    CHECK(atomic_load(&shared_jobs) > 0);       /* the workers did take jobs */
+    /* One caller alone after the crowd: its jobs still share and complete. */
+    job j;
+    memset(&j, 0, sizeof j);
+    j.nparts = (int)rng_range(2, MAX_PARTS);
+    pygpu_run_parallel(part, &j, j.nparts, 4);
+    for (int k = 0; k < j.nparts; k++)
+        CHECK(atomic_load(&j.ran[k]) == 1);
+    return check_done("test_workers");
+}
