@@ -3,7 +3,8 @@
 own kernels as the host backend runs them (src/devcopy.c,
 src/backend/kernels_host.c, src/kernels/kernels.h), and the worker pool
 with many callers at once (src/transfer/workers.c; also under
-ThreadSanitizer).
+ThreadSanitizer), and the pool of page-locked blocks over the host runtime
+(src/transfer/pinned_pool.c).
 
 Each is built with the system's C compiler (-Wall -Wextra -Werror) and run
 three ways: plainly, under valgrind memcheck (--error-exitcode=1
@@ -25,6 +26,7 @@ UNITS = {
     "test_dlpack_check": ["src/dlpack_check.c", "src/shape.c"],
     "test_devcopy": ["src/devcopy.c", "src/backend/kernels_host.c", "src/shape.c"],
     "test_workers": ["src/transfer/workers.c"],
+    "test_pinned_pool": ["src/transfer/pinned_pool.c", "src/backend/rt_host.c", "src/transfer/settings.c"],
 }
 CC = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer"]

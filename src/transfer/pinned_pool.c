@@ -17,17 +17,147 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+/* The blocks, in slots of a table that only grows (an evicted block's slot
+ * is reused); the cached ones are also on the list of their size class
+ * (2^k to 2^(k+1) bytes), so that a take looks at two short lists, and a
+ * give finds its block through a hash of the pointers, never walking every
+ * block (a program may hold thousands of get() results from the pool). */
+#define CLASSES 64
+
 typedef struct {
-    void *ptr;
+    void *ptr;                  /* NULL: an empty slot (`next` links the empty ones) */
     size_t size;
     int in_use;
+    int prev, next;             /* on its class's list of cached blocks; -1 ends */
 } pool_block;
 
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static pool_block *blocks;
-static size_t nblocks, cap_blocks;
+static int nslots, cap_slots, empty = -1;
+static int cached_head[CLASSES];        /* (0 before the first take: see ensure_limit) */
+static int *where;                      /* pointer hash -> slot + 1 (0: none), open addressing */
+static size_t where_cap, where_used;
 static pygpu_pinned_stats stats;
 static int limit_read;
+
+static int class_of(size_t n) { return 63 - __builtin_clzll((unsigned long long)n); }
+
+static void list_push(int i)
+{
+    int k = class_of(blocks[i].size);
+    blocks[i].prev = -1;
+    blocks[i].next = cached_head[k];
+    if (cached_head[k] >= 0)
+        blocks[cached_head[k]].prev = i;
+    cached_head[k] = i;
+}
+
+static void list_remove(int i)
+{
+    int k = class_of(blocks[i].size);
+    if (blocks[i].prev >= 0)
+        blocks[blocks[i].prev].next = blocks[i].next;
+    else
+        cached_head[k] = blocks[i].next;
+    if (blocks[i].next >= 0)
+        blocks[blocks[i].next].prev = blocks[i].prev;
+}
+
+static size_t hash_of(const void *p)
+{
+    unsigned long long x = (unsigned long long)(uintptr_t)p;
+    x ^= x >> 33;
+    x *= 0xFF51AFD7ED558CCDull;
+    x ^= x >> 29;
+    return (size_t)x;
+}
+
+/* The slot of block `p`, or -1. */
+static int slot_of(const void *p)
+{
+    if (!where_cap)
+        return -1;
+    for (size_t h = hash_of(p) & (where_cap - 1);; h = (h + 1) & (where_cap - 1)) {
+        if (!where[h])
+            return -1;
+        if (blocks[where[h] - 1].ptr == p)
+            return where[h] - 1;
+    }
+}
+
+static void where_put(int slot)
+{
+    size_t h = hash_of(blocks[slot].ptr) & (where_cap - 1);
+    while (where[h])
+        h = (h + 1) & (where_cap - 1);
+    where[h] = slot + 1;
+    where_used++;
+}
+
+/* Room in the hash for one more pointer; 0 if it cannot be had. */
+static int where_room(void)
+{
+    if (2 * (where_used + 1) <= where_cap)
+        return 1;
+    size_t cap = where_cap ? 2 * where_cap : 64;
+    int *old = where;
+    size_t old_cap = where_cap;
+    if (!(where = calloc(cap, sizeof *where))) {
+        where = old;
+        return 0;
+    }
+    where_cap = cap;
+    where_used = 0;
+    for (size_t h = 0; h < old_cap; h++)
+        if (old[h])
+            where_put(old[h] - 1);
+    free(old);
+    return 1;
+}
+
+/* Take `p` out of the hash, shifting back the entries after it. */
+static void where_remove(const void *p)
+{
+    size_t mask = where_cap - 1, h = hash_of(p) & mask;
+    while (blocks[where[h] - 1].ptr != p)
+        h = (h + 1) & mask;
+    where[h] = 0;
+    where_used--;
+    for (size_t j = (h + 1) & mask; where[j]; j = (j + 1) & mask) {
+        size_t home = hash_of(blocks[where[j] - 1].ptr) & mask;
+        /* Move j back to h if h lies between its home and j (cyclically). */
+        if (((j - home) & mask) >= ((j - h) & mask)) {
+            where[h] = where[j];
+            where[j] = 0;
+            h = j;
+        }
+    }
+}
+
+/* A slot for a new block of `size` at `p`, in use; -1 if none can be had. */
+static int slot_new(void *p, size_t size)
+{
+    int i;
+    if (!where_room())
+        return -1;
+    if (empty >= 0) {
+        i = empty;
+        empty = blocks[i].next;
+    } else {
+        if (nslots == cap_slots) {
+            int cap = cap_slots ? 2 * cap_slots : 16;
+            pool_block *nb = realloc(blocks, (size_t)cap * sizeof *nb);
+            if (!nb)
+                return -1;
+            blocks = nb;
+            cap_slots = cap;
+        }
+        i = nslots++;
+    }
+    blocks[i] = (pool_block){p, size, 1, -1, -1};
+    where_put(i);
+    return i;
+}
 
 static size_t default_limit(void)
 {
@@ -49,30 +179,53 @@ static size_t default_limit(void)
 
 static void ensure_limit(void)
 {
+    static int lists_ready;
+    if (!lists_ready) {
+        for (int k = 0; k < CLASSES; k++)
+            cached_head[k] = -1;
+        lists_ready = 1;
+    }
     if (!limit_read) {
         stats.limit = default_limit();
         limit_read = 1;
     }
 }
 
-/* Free cached blocks (pool_mu held) until `need` more bytes fit the limit,
- * or all when need == SIZE_MAX. */
+/* Free cached blocks (pool_mu held), the biggest first, until `need` more
+ * bytes fit the limit, or all when need == SIZE_MAX. */
 static void evict(size_t need)
 {
-    for (size_t i = 0; i < nblocks;) {
-        if (need != SIZE_MAX && stats.in_use + stats.cached + need <= stats.limit)
-            return;
-        if (blocks[i].in_use) {
-            i++;
-            continue;
+    ensure_limit();
+    for (int k = CLASSES - 1; k >= 0; k--) {
+        while (cached_head[k] >= 0) {
+            if (need != SIZE_MAX && stats.in_use + stats.cached + need <= stats.limit)
+                return;
+            int i = cached_head[k];
+            list_remove(i);
+            where_remove(blocks[i].ptr);
+            if (!pygpu_fork_broken()) {     /* (a broken child leaves the parent's memory alone) */
+                pygpu_rt_host_free(blocks[i].ptr);
+                (void)pygpu_rt_get_last_error();
+            }
+            stats.cached -= blocks[i].size;
+            blocks[i].ptr = NULL;
+            blocks[i].next = empty;
+            empty = i;
         }
-        if (!pygpu_fork_broken()) {     /* (a broken child leaves the parent's memory alone) */
-            pygpu_rt_host_free(blocks[i].ptr);
-            (void)pygpu_rt_get_last_error();
-        }
-        stats.cached -= blocks[i].size;
-        blocks[i] = blocks[--nblocks];
     }
+}
+
+/* The smallest cached block of at least `want` bytes and at most twice
+ * that (pool_mu held): in want's class, or the next; -1 if none. */
+static int best_fit(size_t want)
+{
+    int best = -1, k = class_of(want);
+    for (int c = k; c <= k + 1 && c < CLASSES && best < 0; c++)
+        for (int i = cached_head[c]; i >= 0; i = blocks[i].next)
+            if (blocks[i].size >= want && blocks[i].size / 2 <= want &&
+                (best < 0 || blocks[i].size < blocks[best].size))
+                best = i;
+    return best;
 }
 
 /* Sizes are rounded so that similar requests share blocks. */
@@ -85,15 +238,12 @@ static size_t round_size(size_t n)
 void *pygpu_pinned_take(size_t n)
 {
     void *p = NULL;
-    size_t want = round_size(n ? n : 1), best = SIZE_MAX;
+    size_t want = round_size(n ? n : 1);
     pthread_mutex_lock(&pool_mu);
     ensure_limit();
-    /* The smallest cached block that fits, wasting at most half of it. */
-    for (size_t i = 0; i < nblocks; i++)
-        if (!blocks[i].in_use && blocks[i].size >= want && blocks[i].size / 2 <= want &&
-            (best == SIZE_MAX || blocks[i].size < blocks[best].size))
-            best = i;
-    if (best != SIZE_MAX) {
+    int best = best_fit(want);
+    if (best >= 0) {
+        list_remove(best);
         blocks[best].in_use = 1;
         stats.cached -= blocks[best].size;
         stats.in_use += blocks[best].size;
@@ -104,38 +254,20 @@ void *pygpu_pinned_take(size_t n)
     evict(want);
     if (stats.in_use + stats.cached + want > stats.limit || want > stats.limit)
         goto done;
-    if (nblocks == cap_blocks) {
-        size_t cap = cap_blocks ? 2 * cap_blocks : 16;
-        pool_block *nb = realloc(blocks, cap * sizeof *nb);
-        if (!nb)
-            goto done;
-        blocks = nb;
-        cap_blocks = cap;
-    }
     /* Reserve the bytes, then page-lock without holding the lock: it is slow. */
     stats.in_use += want;
     pthread_mutex_unlock(&pool_mu);
     pygpu_status s = pygpu_rt_host_alloc(&p, want);
     pthread_mutex_lock(&pool_mu);
-    if (s != 0) {
-        (void)pygpu_rt_get_last_error();
+    if (s != 0 || slot_new(p, want) < 0) {
+        if (s != 0)
+            (void)pygpu_rt_get_last_error();
+        else
+            pygpu_rt_host_free(p);
         stats.in_use -= want;
         p = NULL;
         goto done;
     }
-    if (nblocks == cap_blocks) {    /* another thread filled the table meanwhile */
-        size_t cap = 2 * cap_blocks;
-        pool_block *nb = realloc(blocks, cap * sizeof *nb);
-        if (!nb) {
-            pygpu_rt_host_free(p);
-            stats.in_use -= want;
-            p = NULL;
-            goto done;
-        }
-        blocks = nb;
-        cap_blocks = cap;
-    }
-    blocks[nblocks++] = (pool_block){p, want, 1};
     stats.misses++;
 done:
     pthread_mutex_unlock(&pool_mu);
@@ -145,13 +277,12 @@ done:
 void pygpu_pinned_give(void *p)
 {
     pthread_mutex_lock(&pool_mu);
-    for (size_t i = 0; i < nblocks; i++) {
-        if (blocks[i].ptr == p && blocks[i].in_use) {
-            blocks[i].in_use = 0;
-            stats.in_use -= blocks[i].size;
-            stats.cached += blocks[i].size;
-            break;
-        }
+    int i = slot_of(p);
+    if (i >= 0 && blocks[i].in_use) {
+        blocks[i].in_use = 0;
+        stats.in_use -= blocks[i].size;
+        stats.cached += blocks[i].size;
+        list_push(i);
     }
     if (stats.in_use + stats.cached > stats.limit)
         evict(0);
@@ -198,9 +329,9 @@ void pygpu_pinned_pool_init(void)
 /* get()'s arrays of this size or more, and big enough to stage, come from
  * the pool.  Smaller ones would be faster from it too (64 KiB on an H200:
  * 9.8 us into a pooled array, 11.7-16.9 staged into a new one, 17.7 the
- * runtime's way), but the pool keeps a plain list of its blocks, searched
- * at every take: a program holding many thousands of small results would
- * pay for that. */
+ * runtime's way); the pool finds its blocks by size class now, and
+ * whether smaller get()s should come from it awaits a measurement of
+ * programs holding many results. */
 #define POOLED_GET_MIN ((size_t)1 << 20)
 
 int pygpu_pinned_for_get(size_t nbytes)
