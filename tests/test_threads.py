@@ -167,6 +167,39 @@ def test_concurrent_transfers_each_take_a_lane(run_python, nthreads, devices):
     assert proc.stdout.split()[-1] == "0"
 
 
+@pytest.mark.parametrize("limit", [0, 200 << 10, 1 << 20])
+def test_threads_at_the_pinned_pool_limit(staging, limit):
+    """Eight threads transferring while the pinned pool's limit leaves room
+    for no lane, for one, or for a few: the transfers that find no buffers
+    go the runtime's way, every one arrives whole, nothing hangs, the pool
+    stays within its limit, and once trimmed no page-locked memory is in
+    use."""
+    saved = pygpu.pinned_pool_stats()["limit"]
+    pygpu.trim_pinned_pool()
+    in_use = pygpu.pinned_pool_stats()["in_use"]
+    pygpu.set_pinned_pool_limit(in_use + limit)
+    peak = []
+
+    def work(k):
+        rng = np.random.default_rng(k)
+        for r in range(6):
+            a = rng.standard_normal(3000 + 1000 * k + r)
+            g = pygpu.to_gpu(a)
+            out = np.empty_like(a)
+            g.get(ary=out)
+            np.testing.assert_array_equal(out, a)
+            np.testing.assert_array_equal(g[::2].get(), a[::2])
+            s = pygpu.pinned_pool_stats()
+            peak.append(s["in_use"] + s["cached"] - s["limit"])
+    try:
+        run_threads(work)
+    finally:
+        pygpu.set_pinned_pool_limit(saved)
+    assert max(peak) <= 0, max(peak)
+    pygpu.trim_pinned_pool()
+    assert pygpu.pinned_pool_stats()["in_use"] == in_use
+
+
 THREADS_WITH_CACHE = r"""
 import sys
 sys.path.insert(0, %r)
