@@ -200,6 +200,39 @@ def test_threads_at_the_pinned_pool_limit(staging, limit):
     assert pygpu.pinned_pool_stats()["in_use"] == in_use
 
 
+SURPLUS_SCRIPT = r"""
+import sys, time
+sys.path.insert(0, TESTS_HERE)
+import numpy as np, pygpu, test_threads as t
+pygpu.transfer_config(min_bytes=0, chunk=64 << 10, depth=3, threads=2)
+lane = 3 * (64 << 10)
+hosts = [np.full(1 << 20, k, np.float64) for k in range(8)]        # 8 MiB each
+
+def burst(k):
+    for _ in range(3):
+        assert (pygpu.to_gpu(hosts[k]).get() == k).all()
+t.run_threads(burst, 8)
+after_burst = pygpu.pinned_pool_stats()["in_use"]
+time.sleep(1.3)                                         # the burst is over
+small = np.arange(4096.0)
+for _ in range(10):                                     # (each transfer gives back at most one lane)
+    pygpu.to_gpu(small)
+print(after_burst // lane, pygpu.pinned_pool_stats()["in_use"] // lane, pygpu.pinned_pool_stats()["in_use"] % lane)
+"""
+
+
+def test_a_burst_of_threads_leaves_one_lane(run_python):
+    """After eight threads transfer at once, their lanes keep their buffers
+    while the burst lasts; once it has been over for a second, the next
+    transfers give back the device's lanes beyond one."""
+    import os
+    env = {"PYGPU_BACKEND": "host", "PYGPU_HOST_DEVICES": "1"} if HOST else {}
+    code = SURPLUS_SCRIPT.replace("TESTS_HERE", repr(os.path.dirname(os.path.abspath(__file__))))
+    burst, left, rest = map(int, run_python(code, env=env, timeout=JOIN_TIMEOUT).stdout.split()[-3:])
+    assert burst >= 2, burst
+    assert (left, rest) == (1, 0)
+
+
 THREADS_WITH_CACHE = r"""
 import sys
 sys.path.insert(0, %r)

@@ -13,12 +13,20 @@
 
 #define MAX_LANES 32                /* in all */
 #define LANES_PER_DEVICE 8          /* transfers staged at once to one device; the next waits */
+#define LANE_IDLE_S 1.0             /* a device's second idle lane keeps its buffers this long */
 
 typedef pygpu_lane lane;
 
 static pthread_mutex_t lanes_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t lanes_cv = PTHREAD_COND_INITIALIZER;
 static lane lanes[MAX_LANES];
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
 
 /* Wait for and free a lane's buffers and events (an idle lane, or the
  * caller's own). */
@@ -103,24 +111,42 @@ void pygpu_staging_release(void)
     pthread_mutex_unlock(&lanes_mu);
 }
 
-/* Give the caller's lane back, and wake a transfer waiting for one.  A
- * device keeps one idle lane's buffers for its next transfer; another
- * lane's go back to the pinned pool (waiting for its last DMA), as they
- * do when staging_release asked while the lane was at work. */
+/* Give the caller's lane back, and wake a transfer waiting for one (its
+ * buffers go back to the pinned pool if staging_release asked while it was
+ * at work). */
 void pygpu_lane_give(lane *l)
 {
-    int idle = 0;
     pthread_mutex_lock(&lanes_mu);
-    for (int i = 0; i < MAX_LANES; i++)
-        idle += !lanes[i].busy && lanes[i].depth > 0 && lanes[i].device == l->device;
-    int drop = l->drop || idle > 0;
+    int drop = l->drop;
     pthread_mutex_unlock(&lanes_mu);
     if (drop)
         lane_drop(l);           /* (still busy: nobody else touches it) */
     pthread_mutex_lock(&lanes_mu);
     l->busy = 0;
+    l->idle_since = now_s();
     pthread_cond_broadcast(&lanes_cv);
     pthread_mutex_unlock(&lanes_mu);
+}
+
+/* A lane left idle for LANE_IDLE_S while its device has another with
+ * buffers (a burst of transfers from several threads is over), claimed
+ * for dropping (lanes_mu held; serves -1 marks it); NULL if none. */
+static lane *surplus_lane(void)
+{
+    double t = now_s();
+    for (int i = 0; i < MAX_LANES; i++) {
+        lane *l = &lanes[i];
+        if (l->busy || l->depth == 0 || t - l->idle_since < LANE_IDLE_S)
+            continue;
+        for (int j = 0; j < MAX_LANES; j++) {
+            if (j != i && lanes[j].depth > 0 && lanes[j].device == l->device && lanes[j].serves != -1) {
+                l->busy = 1;
+                l->serves = -1;
+                return l;
+            }
+        }
+    }
+    return NULL;
 }
 
 pygpu_lane *pygpu_lane_take(const pygpu_transfer_config *cfg, int dev, int (*stop)(void *), void *arg)
@@ -143,7 +169,14 @@ pygpu_lane *pygpu_lane_take(const pygpu_transfer_config *cfg, int dev, int (*sto
     }
     l->busy = 1;
     l->serves = dev;
+    lane *spare = surplus_lane();
     pthread_mutex_unlock(&lanes_mu);
+    if (spare) {                /* (one at a time: each take drops at most one) */
+        lane_drop(spare);
+        pthread_mutex_lock(&lanes_mu);
+        spare->busy = 0;
+        pthread_mutex_unlock(&lanes_mu);
+    }
     if (!lane_ready(l, cfg, dev)) {
         pygpu_lane_give(l);
         return NULL;

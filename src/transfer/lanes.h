@@ -5,9 +5,9 @@
  * so that transfers from several threads or to several devices run side by
  * side, their host copies taking turns on the workers chunk by chunk
  * (workers.c), and none falls back to the runtime's slow way for finding
- * another at work.  One idle lane per device keeps its buffers for the
- * next transfer (pygpu_staging_release gives them back); the others' go
- * back to the pinned pool.  Pure C over the runtime interface, callable
+ * another at work.  Idle lanes keep their buffers for the next transfers
+ * (pygpu_staging_release gives them back); once a burst is over, those
+ * beyond one per device go back to the pinned pool after a second idle.  Pure C over the runtime interface, callable
  * without the GIL.
  */
 #ifndef PYGPU_TRANSFER_LANES_H
@@ -25,6 +25,7 @@ _Static_assert(WHOLE_CHUNKS <= PYGPU_TRACE_DMA_MAX, "the trace records a timing 
 typedef struct pygpu_lane {
     int busy, serves;           /* taken by a transfer to device `serves` */
     int drop;                   /* give the buffers back when that transfer ends */
+    double idle_since;          /* when its last transfer ended (seconds, monotonic) */
     int depth, device;          /* the buffers: `depth` of `chunk` bytes, on `device` (-1: none) */
     size_t chunk;
     void *buf[PYGPU_MAX_DEPTH];
