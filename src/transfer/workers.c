@@ -115,10 +115,13 @@ static void *worker_main(void *arg)
     while (!atomic_load(&quitting)) {
         if (me < atomic_load(&job_workers) && help())
             continue;
-        /* (a worker beyond those the settings ask for sleeps) */
-        for (int i = 0; i < SPIN_ROUNDS && atomic_load(&job_gen) == seen && !atomic_load(&quitting) &&
-                        me < atomic_load(&job_workers);
+        /* (a worker beyond those the settings ask for sleeps; one that
+         * spins looks now and then for a job that has room again) */
+        for (int i = 0, polls = 0; i < SPIN_ROUNDS && atomic_load(&job_gen) == seen && !atomic_load(&quitting) &&
+                                   me < atomic_load(&job_workers);
              i++) {
+            if ((++polls & 63) == 0 && oldest_open())
+                break;
             if (atomic_load(&hot) > 0) {
                 i = 0;
                 cpu_relax();
@@ -128,7 +131,7 @@ static void *worker_main(void *arg)
                 sched_yield();
             }
         }
-        if (atomic_load(&job_gen) == seen) {
+        if (atomic_load(&job_gen) == seen && !(me < atomic_load(&job_workers) && oldest_open())) {
             pthread_mutex_lock(&work_mu);
             atomic_fetch_add(&sleepers, 1);
             while (atomic_load(&job_gen) == seen && (atomic_load(&hot) == 0 || me >= atomic_load(&job_workers)) &&
