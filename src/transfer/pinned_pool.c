@@ -34,7 +34,7 @@ typedef struct {
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static pool_block *blocks;
 static int nslots, cap_slots, empty = -1;
-static int cached_head[CLASSES];        /* (0 before the first take: see ensure_limit) */
+static int cached_head[CLASSES];        /* (0 before the first take: see pool_ready) */
 static int *where;                      /* pointer hash -> slot + 1 (0: none), open addressing */
 static size_t where_cap, where_used;
 static pygpu_pinned_stats stats;
@@ -177,7 +177,9 @@ static size_t default_limit(void)
     return pages > 0 && size > 0 ? (size_t)pages * (size_t)size / 4 : (size_t)1 << 30;
 }
 
-static void ensure_limit(void)
+/* The class lists start empty, and the limit is read from the environment
+ * (pool_mu held; once). */
+static void pool_ready(void)
 {
     static int lists_ready;
     if (!lists_ready) {
@@ -195,7 +197,7 @@ static void ensure_limit(void)
  * bytes fit the limit, or all when need == SIZE_MAX. */
 static void evict(size_t need)
 {
-    ensure_limit();
+    pool_ready();
     for (int k = CLASSES - 1; k >= 0; k--) {
         while (cached_head[k] >= 0) {
             if (need != SIZE_MAX && stats.in_use + stats.cached + need <= stats.limit)
@@ -240,7 +242,7 @@ void *pygpu_pinned_take(size_t n)
     void *p = NULL;
     size_t want = round_size(n ? n : 1);
     pthread_mutex_lock(&pool_mu);
-    ensure_limit();
+    pool_ready();
     int best = best_fit(want);
     if (best >= 0) {
         list_remove(best);
@@ -300,7 +302,7 @@ static void pool_fork(enum pygpu_fork_phase phase)
 void pygpu_pinned_stats_get(pygpu_pinned_stats *s)
 {
     pthread_mutex_lock(&pool_mu);
-    ensure_limit();
+    pool_ready();
     *s = stats;
     pthread_mutex_unlock(&pool_mu);
 }
