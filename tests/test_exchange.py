@@ -361,6 +361,7 @@ def test_cuda_stream_objects_are_kept_alive_by_what_is_ordered_on_them():
     g = pygpu.to_gpu_async(np.arange(4.0), stream=s.ptr)          # (an int: nothing to keep)
     s.synchronize()
     np.testing.assert_array_equal(g.get(), np.arange(4.0))
+    del g       # (its memory is freed on that handle: the caller keeps s until then, as documented)
 
 
 # ---- PyTorch on the GPU machine ---------------------------------------------------------------

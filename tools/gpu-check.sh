@@ -102,13 +102,21 @@ if [ "$what" = ab ]; then
 fi
 if [ "$what" = scale ]; then
     python3 -m pytest -q -ra tests/test_threads.py tests/test_transfers.py 2>&1 | tail -5
+    for setting in ${GPU_CHECK_SCALE:-}; do          # (an earlier commit's worktree: built in place once)
+        dir=${setting#PYTHONPATH=}
+        if [ "$dir" != "$setting" ] && ! ls "$dir"/pygpu/_cuda*.so >/dev/null 2>&1; then
+            (cd "$dir" && python3 setup.py -q build_ext --inplace >"$OUT/build-other.log" 2>&1) \
+                || tail -20 "$OUT/build-other.log"
+        fi
+    done
     for round in 1 2; do
         echo "== bench --scale, as built (round $round)"
         python3 -m pygpu.bench --scale 2>/dev/null | tee "$OUT/scale-built-$round.txt"
         for setting in ${GPU_CHECK_SCALE:-}; do
             echo "== bench --scale, $setting (round $round)"
-            (cd "$OUT" && env "$setting" python3 -c "exec(open('$PWD/pygpu/bench_scale.py').read()); print(scale_report())") \
-                2>/dev/null | tee -a "$OUT/scale-other-$round.txt"
+            here=$PWD       # (this checkout's bench_scale.py, run from $OUT against the other build)
+            (cd "$OUT" && env "$setting" python3 -c "exec(open('$here/pygpu/bench_scale.py').read()); print(scale_report())") \
+                2>&1 | tee -a "$OUT/scale-other-$round.txt"
         done
     done
     exit 0
