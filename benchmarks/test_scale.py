@@ -45,11 +45,14 @@ def test_threads(benchmark, lib, direction, nthreads):
         benchmark.extra_info["ratio to raw"] = round(gbs / ceiling(direction), 3)
 
 
-def test_small_beside_big(benchmark):
+@pytest.mark.parametrize("own_streams", [False, True], ids=["default-stream", "own-streams"])
+def test_small_beside_big(benchmark, own_streams):
     """A 1 MiB to_gpu while another thread uploads 1 GiB at a time, against
-    the same alone (target: at most 2x)."""
+    the same alone (target: at most 2x), on the default stream and with
+    each thread on a non-blocking stream of its own."""
     seen = []
-    benchmark.pedantic(lambda: seen.append(bench_scale.latency_beside(budget=0.3)), rounds=1, iterations=1)
+    benchmark.pedantic(lambda: seen.append(bench_scale.latency_beside(budget=0.3, own_streams=own_streams)),
+                       rounds=1, iterations=1)
     alone, beside = seen[0]
     benchmark.extra_info["alone us"] = round(alone * 1e6, 1)
     benchmark.extra_info["beside us"] = round(beside * 1e6, 1)

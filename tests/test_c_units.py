@@ -3,8 +3,9 @@
 own kernels as the host backend runs them (src/devcopy.c,
 src/backend/kernels_host.c, src/kernels/kernels.h), and the worker pool
 with many callers at once (src/transfer/workers.c; also under
-ThreadSanitizer), and the pool of page-locked blocks over the host runtime
-(src/transfer/pinned_pool.c).
+ThreadSanitizer), the pool of page-locked blocks over the host runtime
+(src/transfer/pinned_pool.c), and the staging lanes and their count of
+transfers at work per device (src/transfer/lanes.c).
 
 Each is built with the system's C compiler (-Wall -Wextra -Werror) and run
 three ways: plainly, under valgrind memcheck (--error-exitcode=1
@@ -27,6 +28,8 @@ UNITS = {
     "test_devcopy": ["src/devcopy.c", "src/backend/kernels_host.c", "src/shape.c"],
     "test_workers": ["src/transfer/workers.c"],
     "test_pinned_pool": ["src/transfer/pinned_pool.c", "src/backend/rt_host.c", "src/transfer/settings.c"],
+    "test_lanes": ["src/transfer/lanes.c", "src/transfer/pinned_pool.c", "src/backend/rt_host.c",
+                   "src/transfer/settings.c"],
 }
 CC = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer"]
@@ -90,12 +93,15 @@ def test_c_unit_with_sanitizers(tmp_path, unit):
     run([exe], env=env)
 
 
-def test_worker_pool_under_thread_sanitizer(tmp_path):
-    """The pool's slots, claims and joins with twelve callers at once, under
-    ThreadSanitizer: no data race."""
+@pytest.mark.parametrize("unit", ["test_workers", "test_lanes"])
+def test_threaded_units_under_thread_sanitizer(tmp_path, unit):
+    """The worker pool's slots, claims and joins with twelve callers at
+    once, and the lanes taken and given by twelve threads (their count of
+    transfers at work read without the lock), under ThreadSanitizer: no
+    data race."""
     if sysconfig.get_platform().startswith("win"):
         pytest.skip("sanitizers: not on this platform")
-    exe = build(tmp_path, "test_workers", ["-fsanitize=thread"])
+    exe = build(tmp_path, unit, ["-fsanitize=thread"])
     env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS", "LSAN_OPTIONS")}
     env["TSAN_OPTIONS"] = "halt_on_error=1"
     proc = run([exe], env=env)

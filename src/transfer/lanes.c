@@ -8,6 +8,7 @@
 #include "../fork.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 
@@ -20,6 +21,20 @@ typedef pygpu_lane lane;
 static pthread_mutex_t lanes_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t lanes_cv = PTHREAD_COND_INITIALIZER;
 static lane lanes[MAX_LANES];
+/* Transfers at work on each device (by its number modulo CROWD_SLOTS: two
+ * devices that share a count only look busier), read without the lock. */
+#define CROWD_SLOTS 64
+static atomic_int at_work_on[CROWD_SLOTS];
+
+static atomic_int *crowd_of(int dev)
+{
+    return &at_work_on[(unsigned)dev % CROWD_SLOTS];
+}
+
+int pygpu_lane_crowded(const pygpu_lane *l)
+{
+    return atomic_load(crowd_of(l->serves)) > 1;
+}
 
 static double now_s(void)
 {
@@ -122,6 +137,7 @@ void pygpu_lane_give(lane *l)
     if (drop)
         lane_drop(l);           /* (still busy: nobody else touches it) */
     pthread_mutex_lock(&lanes_mu);
+    atomic_fetch_sub(crowd_of(l->serves), 1);
     l->busy = 0;
     l->idle_since = now_s();
     pthread_cond_broadcast(&lanes_cv);
@@ -169,6 +185,7 @@ pygpu_lane *pygpu_lane_take(const pygpu_transfer_config *cfg, int dev, int (*sto
     }
     l->busy = 1;
     l->serves = dev;
+    atomic_fetch_add(crowd_of(dev), 1);
     lane *spare = surplus_lane();
     pthread_mutex_unlock(&lanes_mu);
     if (spare) {                /* (one at a time: each take drops at most one) */
@@ -197,6 +214,8 @@ static void lanes_fork(enum pygpu_fork_phase phase)
         busy |= lanes[i].busy;
     if (busy) {
         memset(lanes, 0, sizeof lanes);
+        for (int i = 0; i < CROWD_SLOTS; i++)
+            atomic_store(&at_work_on[i], 0);
         for (int i = 0; i < MAX_LANES; i++)
             lanes[i].device = -1;
     }

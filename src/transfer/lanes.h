@@ -39,6 +39,8 @@ typedef struct pygpu_lane {
  * asked every 10 ms: non-zero gives up); NULL when it gave up or the
  * buffers cannot be had (the pinned pool's limit). */
 pygpu_lane *pygpu_lane_take(const pygpu_transfer_config *cfg, int dev, int (*stop)(void *), void *arg);
+/* 1 while another transfer than the lane's own is at work on its device. */
+int pygpu_lane_crowded(const pygpu_lane *l);
 /* Give a lane back at the end of its transfer. */
 void pygpu_lane_give(pygpu_lane *l);
 /* Registers the lanes' fork handler. */
