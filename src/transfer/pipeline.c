@@ -98,7 +98,7 @@ static int engine_take(pygpu_staging_ctx *c, pygpu_transfer_config *cfg, const p
      * runs; the others sleep (a 64 KiB copy wakes one, not all). */
     size_t bytes = (size_t)(layout_size(h) * h->itemsize);
     int want = pygpu_range_parts((ptrdiff_t)(bytes < cfg->chunk ? bytes : cfg->chunk), cfg->threads) - 1;
-    pygpu_workers_heat(want < cfg->threads - 1 ? want : cfg->threads - 1, cfg->threads);
+    pygpu_workers_heat(want < cfg->threads - 1 ? want : cfg->threads - 1);
     return 1;
 }
 

@@ -156,27 +156,16 @@ static void wake_sleepers(void)
 }
 
 /* Workers [0, want) take part: at least `want` while a transfer is hot
- * (another transfer in flight may want more), exactly `want` otherwise.
- * Each transfer in flight has its caller copying too, so that while
- * several are, the workers are those that `threads` leaves beside the
- * callers (eight callers beside eleven spinning workers on 16 cores stalled
- * one another: uploads from 8 threads at 14-29 GB/s, and 41 GB/s with
- * four workers in all). */
-static void allow_workers(int want, int threads)
+ * (another transfer in flight may want more), exactly `want` otherwise. */
+static void allow_workers(int want)
 {
-    int callers = atomic_load(&hot), room = threads - (callers > 1 ? callers : 1);
-    if (room < 0)
-        room = 0;
-    if (want > room)
-        want = room;
-    if (callers == 0) {
+    int cur = atomic_load(&job_workers);
+    if (atomic_load(&hot) == 0) {
         atomic_store(&job_workers, want);
         return;
     }
-    int cur = atomic_load(&job_workers), to;
-    do
-        to = cur > want ? (cur < room ? cur : room) : want;
-    while (to != cur && !atomic_compare_exchange_weak(&job_workers, &cur, to));
+    while (cur < want && !atomic_compare_exchange_weak(&job_workers, &cur, want))
+        ;
 }
 
 /* At exit the workers stop, and are waited for (a second at most), so that
@@ -249,7 +238,7 @@ pygpu_job pygpu_job_start(pygpu_part_fn fn, void *arg, int nparts, int threads)
     atomic_store(&s->next, 0);
     atomic_store(&s->finished, 0);
     atomic_store(&s->live, 1);
-    allow_workers(workers, threads);
+    allow_workers(workers);
     atomic_fetch_add(&job_gen, 1);
     wake_sleepers();
     p.shared = i + 1;
@@ -281,15 +270,11 @@ void pygpu_run_parallel(pygpu_part_fn fn, void *arg, int nparts, int threads)
     pygpu_job_join(&p);
 }
 
-void pygpu_workers_heat(int want, int threads)
+void pygpu_workers_heat(int want)
 {
-    int started = atomic_load(&nworkers), alone = atomic_fetch_add(&hot, 1) == 0;
-    if (want > started)
-        want = started;
-    if (alone)                  /* (exactly what it wants: a 64 KiB copy wakes one worker, not all) */
-        atomic_store(&job_workers, want < threads - 1 ? want : threads - 1);
-    else
-        allow_workers(want, threads);
+    int started = atomic_load(&nworkers);
+    allow_workers(want < started ? want : started);
+    atomic_fetch_add(&hot, 1);
     if (want > 0)               /* wake them while the transfer sets out */
         wake_sleepers();
 }
@@ -297,11 +282,6 @@ void pygpu_workers_heat(int want, int threads)
 void pygpu_workers_cool(void)
 {
     atomic_fetch_sub(&hot, 1);
-}
-
-int pygpu_workers_allowed(void)
-{
-    return atomic_load(&job_workers);
 }
 
 /* The workers stayed in the parent, and so did any transfer in flight: the

@@ -28,13 +28,9 @@ void pygpu_job_join(const pygpu_job *p);
 void pygpu_run_parallel(pygpu_part_fn fn, void *arg, int nparts, int threads);
 
 /* A transfer sets out: `want` workers spin (rather than sleep) between its
- * jobs until pygpu_workers_cool; the others sleep.  With several transfers
- * in flight, the workers at work are at most `threads` less one for each
- * transfer's caller. */
-void pygpu_workers_heat(int want, int threads);
+ * jobs until pygpu_workers_cool; the others sleep. */
+void pygpu_workers_heat(int want);
 void pygpu_workers_cool(void);
-/* How many workers take part now (for the tests). */
-int pygpu_workers_allowed(void);
 
 /* Registers the workers' fork handler (the child starts with none). */
 void pygpu_workers_init(void);

@@ -4,8 +4,7 @@
  * join returns, whether the workers took part or the caller ran it alone;
  * jobs of different callers open at once all complete (no caller waits
  * on parts nobody runs), with transfers "hot" and cold, and more callers
- * than job slots; while several transfers are hot, the workers at work
- * leave a core of the thread setting to each one's caller.
+ * than job slots.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
@@ -54,7 +53,7 @@ static void *caller(void *arg)
         j.nparts = 1 + (int)(seed % MAX_PARTS);
         int threads = 1 + (int)((seed >> 8) % 6), hot = (seed >> 16) & 1;
         if (hot)
-            pygpu_workers_heat(threads - 1, threads);
+            pygpu_workers_heat(threads - 1);
         pygpu_job p = pygpu_job_start(part, &j, j.nparts, threads);
         atomic_fetch_add(&shared_jobs, p.shared != 0);
         pygpu_job_join(&p);
@@ -70,36 +69,9 @@ static void *caller(void *arg)
     return NULL;
 }
 
-/* Transfers set out one after another, each wanting every worker: the
- * first gets them all, each next one leaves one more to its caller, none
- * fewer than nothing; as they end, the next to set out may have more. */
-static void check_room(void)
-{
-    enum { THREADS = 8 };
-    job j;
-    memset(&j, 0, sizeof j);
-    j.nparts = THREADS;
-    pygpu_run_parallel(part, &j, j.nparts, THREADS);    /* (starts the workers) */
-    for (int n = 1; n <= THREADS + 2; n++) {
-        pygpu_workers_heat(THREADS - 1, THREADS);
-        int room = THREADS - n > 0 ? THREADS - n : 0;
-        CHECK(pygpu_workers_allowed() == (n == 1 ? THREADS - 1 : room));
-    }
-    for (int n = 0; n < THREADS + 1; n++)
-        pygpu_workers_cool();
-    pygpu_workers_heat(THREADS - 1, THREADS);           /* (one left: two callers) */
-    CHECK(pygpu_workers_allowed() == THREADS - 2);
-    pygpu_workers_cool();
-    pygpu_workers_cool();
-    pygpu_workers_heat(2, THREADS);                     /* alone again: what it asks */
-    CHECK(pygpu_workers_allowed() == 2);
-    pygpu_workers_cool();
-}
-
 int main(void)
 {
     pthread_t t[CALLERS];
-    check_room();
     for (int i = 0; i < CALLERS; i++)
         seeds[i] = rng_next() | 1;      /* (xorshift's state must not be 0) */
     for (int i = 0; i < CALLERS; i++)
