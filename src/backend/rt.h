@@ -119,6 +119,10 @@ pygpu_status pygpu_rt_stream_create(pygpu_stream_t *s, unsigned flags, int prior
 pygpu_status pygpu_rt_stream_destroy(pygpu_stream_t s);
 pygpu_status pygpu_rt_stream_synchronize(pygpu_stream_t s);
 pygpu_status pygpu_rt_stream_query(pygpu_stream_t s);   /* 0 done, not-ready pending */
+/* Queue host function fn(arg) on stream s: it runs once the work queued
+ * before it is done, and the work queued after it waits for it to return.
+ * fn must make no runtime call (the host runtime runs it at once). */
+pygpu_status pygpu_rt_launch_host_func(pygpu_stream_t s, void (*fn)(void *), void *arg);
 pygpu_status pygpu_rt_stream_wait_event(pygpu_stream_t s, pygpu_event_t e);
 pygpu_status pygpu_rt_stream_priority(pygpu_stream_t s, int *priority);
 pygpu_status pygpu_rt_stream_priority_range(int *least, int *greatest);

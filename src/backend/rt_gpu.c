@@ -383,6 +383,41 @@ pygpu_status pygpu_rt_stream_wait_event(pygpu_stream_t s, pygpu_event_t e)
     return RT(StreamWaitEvent)(S(s), E(e), 0);
 }
 
+#if defined(PYGPU_BACKEND_CUDA)
+pygpu_status pygpu_rt_launch_host_func(pygpu_stream_t s, void (*fn)(void *), void *arg)
+{
+    return cudaLaunchHostFunc(S(s), fn, arg);
+}
+#else
+/* HIP: hipLaunchHostFunc is missing from older libamdhip64 (5.x exports
+ * hipStreamAddCallback only), whose callbacks take the stream and a status. */
+typedef struct {
+    void (*fn)(void *);
+    void *arg;
+} host_call;
+
+static void run_host_call(hipStream_t s, hipError_t status, void *p)
+{
+    host_call c = *(host_call *)p;
+    (void)s;
+    (void)status;
+    free(p);
+    c.fn(c.arg);
+}
+
+pygpu_status pygpu_rt_launch_host_func(pygpu_stream_t s, void (*fn)(void *), void *arg)
+{
+    host_call *c = malloc(sizeof *c);
+    if (!c)
+        return hipErrorOutOfMemory;
+    *c = (host_call){fn, arg};
+    hipError_t r = hipStreamAddCallback(S(s), run_host_call, c, 0);
+    if (r != hipSuccess)
+        free(c);
+    return r;
+}
+#endif
+
 pygpu_status pygpu_rt_stream_priority(pygpu_stream_t s, int *priority)
 {
     return RT(StreamGetPriority)(S(s), priority);

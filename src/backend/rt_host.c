@@ -523,6 +523,13 @@ pygpu_status pygpu_rt_stream_query(pygpu_stream_t s) { (void)s; return H_SUCCESS
 
 typedef struct { double t; int recorded; unsigned flags; } host_event;
 
+pygpu_status pygpu_rt_launch_host_func(pygpu_stream_t s, void (*fn)(void *), void *arg)
+{
+    (void)s;                    /* (the host's streams are done when a call returns) */
+    fn(arg);
+    return H_SUCCESS;
+}
+
 pygpu_status pygpu_rt_stream_wait_event(pygpu_stream_t s, pygpu_event_t e)
 {
     (void)s;
