@@ -237,22 +237,37 @@ static size_t round_size(size_t n)
     return (n + g - 1) / g * g;
 }
 
+/* A cached block for `want` bytes, or NULL (pool_mu held). */
+static void *take_cached(size_t want)
+{
+    int best = best_fit(want);
+    if (best < 0)
+        return NULL;
+    list_remove(best);
+    blocks[best].in_use = 1;
+    stats.cached -= blocks[best].size;
+    stats.in_use += blocks[best].size;
+    stats.hits++;
+    return blocks[best].ptr;
+}
+
+void *pygpu_pinned_take_cached(size_t n)
+{
+    pthread_mutex_lock(&pool_mu);
+    pool_ready();
+    void *p = take_cached(round_size(n ? n : 1));
+    pthread_mutex_unlock(&pool_mu);
+    return p;
+}
+
 void *pygpu_pinned_take(size_t n)
 {
     void *p = NULL;
     size_t want = round_size(n ? n : 1);
     pthread_mutex_lock(&pool_mu);
     pool_ready();
-    int best = best_fit(want);
-    if (best >= 0) {
-        list_remove(best);
-        blocks[best].in_use = 1;
-        stats.cached -= blocks[best].size;
-        stats.in_use += blocks[best].size;
-        stats.hits++;
-        p = blocks[best].ptr;
+    if ((p = take_cached(want)) != NULL)
         goto done;
-    }
     evict(want);
     if (stats.in_use + stats.cached + want > stats.limit || want > stats.limit)
         goto done;

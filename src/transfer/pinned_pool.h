@@ -18,6 +18,9 @@ typedef struct {
 /* Page-locked memory of at least n bytes, from the cache or new; NULL when
  * the pool's limit does not allow it (the caller uses ordinary memory). */
 void *pygpu_pinned_take(size_t n);
+/* A cached block of at least n bytes, or NULL (nothing is page-locked
+ * anew: that takes milliseconds a hundred MiB). */
+void *pygpu_pinned_take_cached(size_t n);
 /* Give back a block from pygpu_pinned_take. */
 void pygpu_pinned_give(void *p);
 void pygpu_pinned_stats_get(pygpu_pinned_stats *s);
