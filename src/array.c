@@ -249,7 +249,8 @@ static int upload_into(pygpu_state *st, PyGPUArray *a, PyArrayObject *h, PyObjec
     pygpu_stream_t s;
     if (pygpu_stream_for(st, stream, a->device, "array", &s) < 0)
         return -1;
-    pygpu_side dst = {a->data, GA_STRIDES(a), 1, a->device}, src = {PyArray_BYTES(h), PyArray_STRIDES(h), 0, -1};
+    pygpu_side dst = {a->data, GA_STRIDES(a), 1, a->device, NULL};
+    pygpu_side src = {PyArray_BYTES(h), PyArray_STRIDES(h), 0, -1, (PyObject *)h};    /* (kept by an upload in the background) */
     if (pygpu_copy(st, dst, src, a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, async) < 0)
         return -1;
     pygpu_array_note_stream(st, a, stream, s);

@@ -10,7 +10,7 @@
 #define SELF ((PyGPUArray *)self)
 #define KW(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 
-static pygpu_side device_side(PyGPUArray *a) { return (pygpu_side){a->data, GA_STRIDES(a), 1, a->device}; }
+static pygpu_side device_side(PyGPUArray *a) { return (pygpu_side){a->data, GA_STRIDES(a), 1, a->device, NULL}; }
 
 PyObject *pygpu_shape_repr(const ptrdiff_t *shape, int nd)
 {
@@ -78,7 +78,7 @@ PyObject *pygpu_array_get(PyGPUArray *a, PyObject *out, PyObject *stream, int pa
     } else {
         async = 0;
     }
-    pygpu_side host = {PyArray_BYTES((PyArrayObject *)out), PyArray_STRIDES((PyArrayObject *)out), 0, -1};
+    pygpu_side host = {PyArray_BYTES((PyArrayObject *)out), PyArray_STRIDES((PyArrayObject *)out), 0, -1, NULL};
     if (pygpu_copy(st, host, device_side(a), a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, async) < 0) {
         Py_DECREF(out);
         return NULL;
@@ -207,7 +207,7 @@ static int assign_on_device(pygpu_state *st, PyGPUArray *a, PyGPUArray *v, PyObj
         broadcast_to(a, tmp->nd, GA_SHAPE(tmp), GA_STRIDES(tmp), strides);
     }
     PyGPUArray *from = tmp ? tmp : v;
-    pygpu_side src = {from->data, strides, 1, from->device};
+    pygpu_side src = {from->data, strides, 1, from->device, NULL};
     if (PyArray_EquivTypes(a->descr, v->descr))
         r = pygpu_copy(st, device_side(a), src, a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, async);
     else if ((r = pygpu_cast(st, device_side(a), pygpu_ktype_of(a->descr), src, pygpu_ktype_of(v->descr), a->nd,
@@ -270,7 +270,7 @@ int pygpu_array_assign(PyGPUArray *a, PyObject *value, PyObject *stream, int asy
         /* One value for every element: a fill, no host copy of the view. */
         r = pygpu_fill(st, device_side(a), a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), PyArray_BYTES(h), s);
     } else if (broadcast_to(a, PyArray_NDIM(h), PyArray_SHAPE(h), PyArray_STRIDES(h), strides) == 0) {
-        pygpu_side src = {PyArray_BYTES(h), strides, 0, -1};
+        pygpu_side src = {PyArray_BYTES(h), strides, 0, -1, (PyObject *)h};
         r = pygpu_copy(st, device_side(a), src, a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, async);
     }
     if (r == 0)

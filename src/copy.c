@@ -28,6 +28,7 @@
 #include "copy_plan.h"
 #include "devcopy.h"
 #include "kernels/kernels.h"
+#include "transfer/background.h"
 #include "transfer/hostcopy.h"
 #include "transfer/pinned_pool.h"
 #include "transfer/settings.h"
@@ -212,7 +213,7 @@ static pygpu_status d2d_via_host(ctx *c, pygpu_side dst, pygpu_side src, int nd,
     pygpu_shape_strides(nd, shape, itemsize, 0, strides);
     if ((r = cp_host_temp(c, &t, (size_t)(size * itemsize))) != 0)
         return r;
-    pygpu_side mid = {t.host, strides, 0, -1};
+    pygpu_side mid = {t.host, strides, 0, -1, NULL};
     if ((r = plan(c, mid, src, nd, shape, itemsize)) == 0 &&
         (r = note(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize")) == 0)
         r = plan(c, dst, mid, nd, shape, itemsize);
@@ -377,6 +378,17 @@ static pygpu_status cross_device(ctx *c, pygpu_side dst, pygpu_side src, int nd,
  * where a copy wanted them (`why`, their loading's status): a
  * BackendWarning saying so, and what such copies do instead.  0, or -1
  * when the warning was turned into an error.  With the GIL. */
+/* A background upload's owner, given back by the reaper (the GIL held). */
+static void release_owner(void *owner)
+{
+    Py_DECREF((PyObject *)owner);
+}
+
+void pygpu_copy_reap(void)
+{
+    pygpu_bg_reap(release_owner);
+}
+
 static int kernels_warning(pygpu_status why)
 {
     static int warned;
@@ -416,9 +428,12 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
     pygpu_status r;
     int dev = dst.on_device ? dst.device : src.on_device ? src.device : -1, prev = -1;
     int cross = dst.on_device && src.on_device && dst.device >= 0 && src.device >= 0 && dst.device != src.device;
+    pygpu_copy_reap();
     pygpu_trace_enter();
     if (dev >= 0 && pygpu_device_enter(st, dev, &prev) < 0)
         return -1;
+    if (async && dst.on_device && !src.on_device && src.owner)
+        c.owner = Py_NewRef(src.owner);
     c.ts = PyEval_SaveThread();
     if (cross)      /* done when it returns: the source may be freed at once */
         r = cross_device(&c, dst, src, nd, shape, itemsize);
@@ -429,6 +444,8 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
         r = note(&c, pygpu_rt_stream_synchronize(s), "StreamSynchronize");
     pygpu_trace_done();
     PyEval_RestoreThread(c.ts);
+    if (!c.owner_taken)
+        Py_XDECREF(c.owner);
     int back = prev >= 0 && !c.stopped && r == 0 ? pygpu_device_leave(st, prev) : 0;
     if (prev >= 0 && (c.stopped || r != 0) && pygpu_rt_set_device(prev) != 0)
         (void)pygpu_rt_get_last_error();
@@ -546,7 +563,7 @@ static pygpu_status fill_by_copies(ctx *c, const pygpu_pair *p, char *dst, ptrdi
         return fill_dense(c, dst, n, itemsize, value);
     if ((r = cp_dev_temp(c, &t, (size_t)(n * itemsize))) == 0 && (r = fill_dense(c, t.dev, n, itemsize, value)) == 0) {
         dense_strides(p, itemsize, ds);
-        pygpu_side view = {dst, p->strides[0], 1, -1}, dense = {t.dev, ds, 1, -1};
+        pygpu_side view = {dst, p->strides[0], 1, -1, NULL}, dense = {t.dev, ds, 1, -1, NULL};
         r = plan(c, view, dense, p->nd, p->shape, itemsize);
     }
     return cp_temps_free(c, &t, r);

@@ -8,6 +8,7 @@
  * copy.c's plan with the GIL released.
  */
 #include "copy_plan.h"
+#include "transfer/background.h"
 #include "transfer/hostcopy.h"
 #include "transfer/pinned_pool.h"
 #include "transfer/settings.h"
@@ -275,6 +276,7 @@ static pygpu_status scatter_up(ctx *c, const pygpu_pair *p, char *dst, const cha
  * to the next that fits. */
 enum route {
     ROUTE_NONE,
+    ROUTE_BACKGROUND,       /* up, asynchronous: the device side dense, the host's pageable: in the background */
     ROUTE_STAGED,           /* the device side dense, the host's pageable: the staging pipeline */
     ROUTE_DMA,              /* the device side dense: one DMA (the host gathering or scattering) */
     ROUTE_RUNTIME,          /* a few wide rows straight between the layouts (cp_runtime_copies) */
@@ -288,7 +290,7 @@ enum route {
 };
 
 static const char *const route_names[] = {
-    "none", "staged", "one DMA", "runtime copies", "staged rows", "scattered as it arrives", "scattered",
+    "none", "in the background", "staged", "one DMA", "runtime copies", "staged rows", "scattered as it arrives", "scattered",
     "gathered on the device", "gathered on the device in pieces", "staged view", "gathered on the host",
 };
 
@@ -301,11 +303,13 @@ static void trace_route(int up, enum route r, const char *why, size_t nbytes)
 
 /* The way up for host layout 1 of `p` into device layout 0, after `after`
  * (ROUTE_NONE: the first choice); *why says why. */
-static enum route route_up(const pygpu_pair *p, const geometry *g, ptrdiff_t itemsize, host_side *h,
+static enum route route_up(ctx *c, const pygpu_pair *p, const geometry *g, ptrdiff_t itemsize, host_side *h,
                            enum route after, const char **why)
 {
     int stage = host_stage(h);
     if (pygpu_pair_is_dense(p, 0, itemsize)) {
+        if (after < ROUTE_BACKGROUND && stage && c->async && c->owner && h->nbytes >= PYGPU_BG_MIN)
+            return *why = "asynchronous, dense on the device, pageable on the host", ROUTE_BACKGROUND;
         if (after < ROUTE_STAGED && stage)
             return *why = "dense on the device, pageable on the host", ROUTE_STAGED;
         return *why = "dense on the device", ROUTE_DMA;
@@ -333,10 +337,17 @@ pygpu_status cp_h2d(ctx *c, const pygpu_pair *p, const geometry *g, char *dst, c
     pygpu_status r;
     int done = 0;
     const char *why;
-    for (enum route way = route_up(p, g, itemsize, &h, ROUTE_NONE, &why);;
-         way = route_up(p, g, itemsize, &h, way, &why)) {
+    for (enum route way = route_up(c, p, g, itemsize, &h, ROUTE_NONE, &why);;
+         way = route_up(c, p, g, itemsize, &h, way, &why)) {
         trace_route(1, way, why, nbytes);
         switch (way) {
+        case ROUTE_BACKGROUND:
+            r = pygpu_bg_upload(dst, src, p->strides[1], p->nd, p->shape, itemsize, c->s, c->owner, &done);
+            if (done) {
+                c->owner_taken = 1;
+                return note(c, r, "LaunchHostFunc");
+            }
+            break;                  /* (no page-locked block to be had) */
         case ROUTE_STAGED:
         case ROUTE_DMA:
             return host_to_dense(c, p, 1, dst, src, itemsize, way == ROUTE_STAGED);

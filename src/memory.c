@@ -411,7 +411,7 @@ static int run_copy(pygpu_state *st, void *dst, int ddev, const void *src, int s
                     enum pygpu_copy_kind kind, pygpu_stream_t s, int async)
 {
     ptrdiff_t shape = (ptrdiff_t)n, one = 1;
-    pygpu_side d = {dst, &one, kind != PYGPU_COPY_D2H, ddev}, f = {(char *)src, &one, kind != PYGPU_COPY_H2D, sdev};
+    pygpu_side d = {dst, &one, kind != PYGPU_COPY_D2H, ddev, NULL}, f = {(char *)src, &one, kind != PYGPU_COPY_H2D, sdev, NULL};
     if (n > 0 && (!dst || !src)) {
         PyErr_Format(PyExc_ValueError, "device address 0 is null: %zu bytes cannot be copied there", n);
         return -1;

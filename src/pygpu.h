@@ -303,12 +303,16 @@ int pygpu_descr_supported(PyArray_Descr *d);
 /* ---- copy.c -------------------------------------------------------------- */
 
 /* One side of a copy: where its element [0, ..., 0] is, its strides, and
- * for device memory its device (-1: the current one). */
+ * for device memory its device (-1: the current one).  A host side may
+ * name its memory's owner: an asynchronous upload from pageable memory
+ * can then complete in the background, keeping the owner until it has
+ * read the memory. */
 typedef struct {
     char *ptr;
     const ptrdiff_t *strides;
     int on_device;
     int device;
+    PyObject *owner;
 } pygpu_side;
 
 /* Copy the elements of `src` to `dst` (layouts of one shape; any strides,
@@ -317,6 +321,9 @@ typedef struct {
  * -1 with an exception set. */
 int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape,
                ptrdiff_t itemsize, pygpu_stream_t s, int async);
+/* Give back what finished background uploads held (their page-locked
+ * blocks, their host memory's owners); the GIL held. */
+void pygpu_copy_reap(void);
 /* 1 if PyGPU's kernels can run on device `dev` (-1: the current one),
  * readying them there the first time; 0 if not (with the one-time
  * BackendWarning saying why); -1 with an exception set. */

@@ -22,7 +22,8 @@ SCRIPT = os.path.join(ROOT, "tools", "asan.sh")
 # The part of the suite that runs here: every entry point with bad input,
 # DLPack both ways (hostile producers, consumed capsules, deleters), the
 # leak loops (in a fresh interpreter, whose exit is checked for leaks; 20
-# rounds a phase here), and the out-of-memory and interrupt faults.  The
+# rounds a phase here), the out-of-memory and interrupt faults, and the
+# uploads that complete in the background (a mover thread, gates).  The
 # rest (the fuzzing, the threads, fork...) runs in the full sanitized run.
 SUBSET = [
     "tests/test_bad_input.py",
@@ -30,6 +31,7 @@ SUBSET = [
     "tests/test_leaks.py",
     "tests/test_faults.py::test_out_of_memory_mid_operation_host",
     "tests/test_faults.py::test_interrupt_stops_staged_transfers_cleanly",
+    "tests/test_background.py",
 ]
 
 

@@ -12,6 +12,7 @@
  */
 #include "pipeline.h"
 #include "hostcopy.h"
+#include "background.h"
 #include "lanes.h"
 #include "pinned_pool.h"
 #include "settings.h"
@@ -680,4 +681,5 @@ pygpu_status pygpu_staged_h2d_rows(pygpu_staging_ctx *c, char *dev, ptrdiff_t pi
 void pygpu_pipeline_init(void)
 {
     pygpu_lanes_init();
+    pygpu_bg_init();
 }

@@ -5,6 +5,7 @@
  */
 #include "../pygpu.h"
 #include "pinned_pool.h"
+#include "background.h"
 #include "pipeline.h"
 #include "settings.h"
 #include "trace.h"
@@ -78,10 +79,11 @@ static PyObject *pinned_pool_stats(PyObject *m, PyObject *unused)
     pygpu_pinned_stats s;
     (void)m;
     (void)unused;
+    pygpu_copy_reap();          /* (finished background uploads' blocks are back) */
     pygpu_pinned_stats_get(&s);
-    return Py_BuildValue("{s:n,s:n,s:n,s:n,s:n}", "limit", (Py_ssize_t)s.limit, "in_use", (Py_ssize_t)s.in_use,
+    return Py_BuildValue("{s:n,s:n,s:n,s:n,s:n,s:i}", "limit", (Py_ssize_t)s.limit, "in_use", (Py_ssize_t)s.in_use,
                          "cached", (Py_ssize_t)s.cached, "hits", (Py_ssize_t)s.hits, "misses",
-                         (Py_ssize_t)s.misses);
+                         (Py_ssize_t)s.misses, "background", pygpu_bg_pending());
 }
 
 static PyObject *set_pinned_pool_limit(PyObject *m, PyObject *arg)
@@ -100,6 +102,7 @@ static PyObject *trim_pinned_pool(PyObject *m, PyObject *unused)
 {
     (void)m;
     (void)unused;
+    pygpu_copy_reap();
     Py_BEGIN_ALLOW_THREADS
     pygpu_staging_release();
     pygpu_pinned_trim();
@@ -136,7 +139,8 @@ PyMethodDef pygpu_transfer_methods[] = {
      "peer where the hardware allows; False stages them through pinned host\n"
      "memory)."},
     {"pinned_pool_stats", pinned_pool_stats, METH_NOARGS,
-     "pinned_pool_stats()\n--\n\n{'limit', 'in_use', 'cached', 'hits', 'misses'} of the pinned pool."},
+     "pinned_pool_stats()\n--\n\n{'limit', 'in_use', 'cached', 'hits', 'misses'} of the pinned pool, and "
+     "'background': asynchronous uploads from pageable memory not yet over (and blocks being page-locked for them)."},
     {"set_pinned_pool_limit", set_pinned_pool_limit, METH_O,
      "set_pinned_pool_limit(nbytes, /)\n--\n\nBound the page-locked memory the pool holds."},
     {"trim_pinned_pool", trim_pinned_pool, METH_NOARGS,

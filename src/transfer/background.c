@@ -1,0 +1,314 @@
+/*
+ * background.c -- uploads that complete in the background; see
+ * background.h.
+ *
+ * One mover thread per process takes the tasks in the order they were
+ * queued and copies each chunk of the host data into the task's
+ * page-locked block with the workers; each chunk's gate, a host function
+ * on the caller's stream ahead of that chunk's DMA, waits for the mover to
+ * have copied it.  A gate waits for host work only, never for device work,
+ * as the runtimes require of host functions, and makes no runtime call.
+ * The host function after the last DMA hands the task to the reaper, which
+ * gives the block back and releases the owner with the GIL held.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "background.h"
+#include "hostcopy.h"
+#include "pinned_pool.h"
+#include "settings.h"
+#include "../fork.h"
+#include "../shape.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define BG_CHUNKS 8             /* chunks of a task, at most (each costs two calls on the stream) */
+
+typedef struct task task;
+
+typedef struct {
+    task *t;
+    int k;
+} gate_arg;
+
+struct task {
+    task *next;                 /* in the mover's queue, then in the reaper's list */
+    char *block;                /* the page-locked copy of the host data */
+    const char *host;
+    ptrdiff_t shape[PYGPU_MAXDIMS], strides[PYGPU_MAXDIMS], itemsize;
+    int nd, nchunks;
+    ptrdiff_t start[BG_CHUNKS + 1];     /* chunk k: elements [start[k], start[k + 1]) */
+    int copied;                 /* chunks in the block (bg_mu) */
+    gate_arg gate[BG_CHUNKS];
+    void *owner;
+    size_t warm;                /* not an upload: page-lock a block of this size for the pool */
+};
+
+static pthread_mutex_t bg_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t copied_cv = PTHREAD_COND_INITIALIZER;    /* a chunk has been copied */
+static pthread_cond_t queued_cv = PTHREAD_COND_INITIALIZER;    /* a task for the mover, or the mover idle */
+static task *queue_head, *queue_tail, *reap_list;
+static int mover_running, mover_busy, exit_wait;
+static atomic_int pending, reapable;
+
+/* The chunks of n elements: they start at a sixteenth (at least 256 KiB)
+ * and double, so that the first copy, which nothing overlaps, is short. */
+static void cut(task *t, ptrdiff_t n)
+{
+    ptrdiff_t size = ((ptrdiff_t)256 << 10) / t->itemsize, e = 0;
+    if (size < n / 16)
+        size = n / 16;
+    if (size < 1)
+        size = 1;
+    t->nchunks = 0;
+    while (e < n) {
+        ptrdiff_t c = t->nchunks == BG_CHUNKS - 1 || n - e < 2 * size ? n - e : size;
+        t->start[t->nchunks++] = e;
+        e += c;
+        size *= 2;
+    }
+    t->start[t->nchunks] = n;
+}
+
+static void copy_chunk(task *t, int k, int threads)
+{
+    ptrdiff_t e = t->start[k], cnt = t->start[k + 1] - e;
+    pygpu_range_job j = {{t->block + e * t->itemsize, NULL, 0}, {(char *)t->host, t->strides, 0}, t->shape, t->nd,
+                         t->itemsize, e, cnt, pygpu_up_stream(cnt * t->itemsize)};
+    pygpu_parallel_range(&j, threads);
+}
+
+static void *mover_main(void *unused)
+{
+    (void)unused;
+    pthread_mutex_lock(&bg_mu);
+    for (;;) {
+        while (!queue_head)
+            pthread_cond_wait(&queued_cv, &bg_mu);
+        task *t = queue_head;
+        if (!(queue_head = t->next))
+            queue_tail = NULL;
+        mover_busy = 1;
+        pthread_mutex_unlock(&bg_mu);
+        if (t->warm) {
+            void *b = pygpu_pinned_take(t->warm);
+            if (b)
+                pygpu_pinned_give(b);
+            free(t);
+            atomic_fetch_sub(&pending, 1);
+            pthread_mutex_lock(&bg_mu);
+            mover_busy = 0;
+            pthread_cond_broadcast(&queued_cv);
+            continue;
+        }
+        pygpu_transfer_config cfg;
+        pygpu_transfer_config_get(&cfg);
+        /* (once its last chunk is copied the task may end and be freed at
+         * any moment: it is not read after that) */
+        for (int k = 0, n = t->nchunks; k < n; k++) {
+            copy_chunk(t, k, cfg.threads);
+            pthread_mutex_lock(&bg_mu);
+            t->copied = k + 1;
+            pthread_cond_broadcast(&copied_cv);
+            pthread_mutex_unlock(&bg_mu);
+        }
+        pthread_mutex_lock(&bg_mu);
+        mover_busy = 0;
+        pthread_cond_broadcast(&queued_cv);     /* (the wait at exit) */
+    }
+    return NULL;
+}
+
+/* At exit, the mover finishes what it has (gates still waiting on a
+ * stream would keep the runtime's teardown waiting); a few seconds at most. */
+static void bg_at_exit(void)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 5;
+    pthread_mutex_lock(&bg_mu);
+    while (mover_running && (queue_head || mover_busy))
+        if (pthread_cond_timedwait(&queued_cv, &bg_mu, &until) != 0)
+            break;
+    pthread_mutex_unlock(&bg_mu);
+}
+
+/* (bg_mu held) 0 if the mover runs. */
+static int mover_ready(void)
+{
+    pthread_t th;
+    pthread_attr_t attr;
+    if (mover_running)
+        return 0;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int r = pthread_create(&th, &attr, mover_main, NULL);
+    pthread_attr_destroy(&attr);
+    if (r != 0)
+        return -1;
+    if (!exit_wait)
+        exit_wait = atexit(bg_at_exit) == 0;
+    mover_running = 1;
+    return 0;
+}
+
+/* (bg_mu held) Hand t to the mover; 0, or -1 if it cannot be started. */
+static int enqueue(task *t)
+{
+    if (mover_ready() != 0)
+        return -1;
+    if (queue_tail)
+        queue_tail->next = t;
+    else
+        queue_head = t;
+    queue_tail = t;
+    pthread_cond_broadcast(&queued_cv);
+    return 0;
+}
+
+/* No cached block of `bytes`: the mover page-locks one for the pool (the
+ * milliseconds that takes are not the caller's), so that the next upload
+ * of this size goes in the background. */
+static void warm_pool(size_t bytes)
+{
+    task *w = calloc(1, sizeof *w);
+    if (!w)
+        return;
+    w->warm = bytes;
+    pthread_mutex_lock(&bg_mu);
+    if (enqueue(w) != 0)
+        free(w);
+    else
+        atomic_fetch_add(&pending, 1);
+    pthread_mutex_unlock(&bg_mu);
+}
+
+/* A gate: chunk k's DMA goes once the mover has copied it. */
+static void gate(void *arg)
+{
+    gate_arg *g = arg;
+    pthread_mutex_lock(&bg_mu);
+    while (g->t->copied <= g->k)
+        pthread_cond_wait(&copied_cv, &bg_mu);
+    pthread_mutex_unlock(&bg_mu);
+}
+
+/* After the last DMA: the task is over (no runtime call here, nor the GIL:
+ * the reaper gives back its block and its owner). */
+static void finish(void *arg)
+{
+    task *t = arg;
+    pthread_mutex_lock(&bg_mu);
+    t->next = reap_list;
+    reap_list = t;
+    atomic_store(&reapable, 1);
+    pthread_mutex_unlock(&bg_mu);
+}
+
+pygpu_status pygpu_bg_upload(char *dev, const char *host, const ptrdiff_t *strides, int nd, const ptrdiff_t *shape,
+                             ptrdiff_t itemsize, pygpu_stream_t s, void *owner, int *taken)
+{
+    ptrdiff_t n = 1;
+    pygpu_status r = 0;
+    *taken = 0;
+    for (int i = 0; i < nd; i++)
+        n *= shape[i];
+    if (nd > PYGPU_MAXDIMS || (size_t)(n * itemsize) < PYGPU_BG_MIN)
+        return 0;
+    task *t = calloc(1, sizeof *t);
+    if (!t)
+        return 0;
+    if (!(t->block = pygpu_pinned_take_cached((size_t)(n * itemsize)))) {
+        free(t);
+        warm_pool((size_t)(n * itemsize));
+        return 0;
+    }
+    t->host = host;
+    t->nd = nd;
+    t->itemsize = itemsize;
+    memcpy(t->shape, shape, (size_t)nd * sizeof *shape);
+    memcpy(t->strides, strides, (size_t)nd * sizeof *strides);
+    t->owner = owner;
+    cut(t, n);
+    /* Queued for the mover first: a runtime that runs host functions at
+     * once (the host's) runs the first gate before this returns. */
+    pthread_mutex_lock(&bg_mu);
+    if (enqueue(t) != 0) {
+        pthread_mutex_unlock(&bg_mu);
+        pygpu_pinned_give(t->block);
+        free(t);
+        return 0;
+    }
+    pthread_mutex_unlock(&bg_mu);
+    *taken = 1;
+    atomic_fetch_add(&pending, 1);
+    int k;
+    for (k = 0; r == 0 && k < t->nchunks; k++) {
+        ptrdiff_t e = t->start[k], bytes = (t->start[k + 1] - e) * itemsize;
+        t->gate[k] = (gate_arg){t, k};
+        if ((r = pygpu_rt_launch_host_func(s, gate, &t->gate[k])) == 0)
+            r = pygpu_rt_memcpy_async(dev + e * itemsize, t->block + e * itemsize, (size_t)bytes, PYGPU_COPY_H2D,
+                                      s);
+    }
+    if (r == 0)
+        r = pygpu_rt_launch_host_func(s, finish, t);
+    if (r != 0) {
+        /* What was queued is let through (the mover copies every chunk),
+         * and waited for, before the block goes back. */
+        (void)pygpu_rt_stream_synchronize(s);
+        (void)pygpu_rt_get_last_error();
+        pthread_mutex_lock(&bg_mu);
+        while (t->copied < t->nchunks)
+            pthread_cond_wait(&copied_cv, &bg_mu);
+        pthread_mutex_unlock(&bg_mu);
+        finish(t);
+    }
+    return r;
+}
+
+void pygpu_bg_reap(void (*release)(void *owner))
+{
+    if (!atomic_load(&reapable))
+        return;
+    pthread_mutex_lock(&bg_mu);
+    task *t = reap_list;
+    reap_list = NULL;
+    atomic_store(&reapable, 0);
+    pthread_mutex_unlock(&bg_mu);
+    while (t) {
+        task *next = t->next;
+        pygpu_pinned_give(t->block);
+        if (t->owner)
+            release(t->owner);
+        free(t);
+        atomic_fetch_sub(&pending, 1);
+        t = next;
+    }
+}
+
+int pygpu_bg_pending(void)
+{
+    return atomic_load(&pending);
+}
+
+/* The child of a fork has no mover; the parent's tasks are the parent's. */
+static void bg_fork(enum pygpu_fork_phase phase)
+{
+    if (phase != PYGPU_FORK_CHILD)
+        return;
+    pthread_mutex_init(&bg_mu, NULL);
+    pthread_cond_init(&copied_cv, NULL);
+    pthread_cond_init(&queued_cv, NULL);
+    queue_head = queue_tail = reap_list = NULL;
+    mover_busy = mover_running = 0;            /* (started again when needed) */
+    atomic_store(&pending, 0);
+    atomic_store(&reapable, 0);
+}
+
+void pygpu_bg_init(void)
+{
+    pygpu_fork_register(bg_fork);
+}

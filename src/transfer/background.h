@@ -1,0 +1,43 @@
+/*
+ * background.h -- uploads from pageable memory that complete in the
+ * background (background.c): the call queues, on the caller's stream, the
+ * DMA of each chunk from a page-locked block behind a gate (a host
+ * function) that opens once the mover thread has copied that chunk into
+ * the block, and returns; work queued on the stream afterwards sees the
+ * data.  The host memory's owner is kept until the mover is done with it,
+ * the block until the stream has passed the last DMA.  Pure C, callable
+ * without the GIL, except pygpu_bg_reap.
+ */
+#ifndef PYGPU_TRANSFER_BACKGROUND_H
+#define PYGPU_TRANSFER_BACKGROUND_H
+
+#include <stddef.h>
+
+#include "../backend/rt.h"
+
+/* Uploads of fewer bytes are not worth a background task. */
+#define PYGPU_BG_MIN ((size_t)1 << 20)
+
+/* Host elements [0, n) in C order over shape (strides: the host layout)
+ * up into the dense device buffer `dev` on stream s, in the background.
+ * `owner` (a PyObject holding the host memory, with a reference the task
+ * takes over) is handed to the reaper once the host memory has been read.
+ * *taken = 0 when the upload is not for the background, and the caller
+ * keeps its reference: no cached page-locked block fits (the mover then
+ * page-locks one for the pool, so that the next upload of this size goes
+ * in the background: that takes milliseconds a hundred MiB, which are not
+ * the caller's), or no mover thread could be started.  Else a status:
+ * where queuing failed part way, the stream is waited for before this
+ * returns, and the task is over. */
+pygpu_status pygpu_bg_upload(char *dev, const char *host, const ptrdiff_t *strides, int nd, const ptrdiff_t *shape,
+                             ptrdiff_t itemsize, pygpu_stream_t s, void *owner, int *taken);
+/* Give back what finished tasks held: their blocks to the pinned pool, and
+ * each owner to release(owner) (called with the GIL held). */
+void pygpu_bg_reap(void (*release)(void *owner));
+/* Background tasks not yet over: uploads not yet reaped, and blocks being
+ * page-locked for the pool. */
+int pygpu_bg_pending(void);
+/* Registers the fork handler and the wait at exit. */
+void pygpu_bg_init(void);
+
+#endif /* PYGPU_TRANSFER_BACKGROUND_H */

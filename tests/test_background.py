@@ -1,0 +1,227 @@
+"""Asynchronous uploads from pageable memory that complete in the
+background (src/transfer/background.c): to_gpu_async and set_async of 1 MiB
+or more of pageable memory into a dense device array queue the DMA of each
+chunk behind a gate that the mover thread opens once it has copied that
+chunk into a page-locked block, and return; the stream's later work sees
+the data; the host memory's owner is kept until the upload is over, then
+released; the block goes back to the pinned pool.  On the host backend the
+gates run at once (its streams are done when a call returns), so these
+tests hold the data, the routes and the references; on a GPU the same
+tests also hold the ordering on the stream.
+"""
+import gc
+import threading
+import time
+import weakref
+
+import numpy as np
+import pytest
+
+import pygpu
+
+MiB = 1 << 20
+DTYPES = [np.float64, np.float32, np.int16, np.uint8, np.complex128]
+
+
+@pytest.fixture
+def pageable():
+    """Staging on for pageable memory of any size (the background route
+    needs the host side to be worth staging)."""
+    saved = pygpu.transfer_config()
+    pygpu.transfer_config(min_bytes=0)
+    yield
+    pygpu.transfer_config(**saved)
+
+
+def warm(nbytes):
+    """The first async upload of a size is staged while the mover
+    page-locks a block of that size for the pool; wait until it is there,
+    so that the next goes in the background."""
+    s = pygpu.Stream()
+    pygpu.to_gpu_async(np.ones(nbytes // 8), stream=s)
+    s.synchronize()
+    end = time.monotonic() + 30
+    while pygpu.pinned_pool_stats()["background"] and time.monotonic() < end:
+        time.sleep(0.002)
+    assert not pygpu.pinned_pool_stats()["background"], "the mover never finished"
+
+
+def host_layouts(rng, dtype, nbytes):
+    """C, F, strided and reversed host arrays of about nbytes."""
+    n = max(2, int(nbytes // np.dtype(dtype).itemsize))
+    rows = int(rng.integers(16, 64))
+    base = (rng.standard_normal((rows, n // rows * 2)) * 100).astype(dtype)
+    return {"C": np.ascontiguousarray(base[:, : n // rows]), "F": np.asfortranarray(base[:, : n // rows]),
+            "strided": base[:, ::2], "reversed": base[::-1, ::-2]}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_async_uploads_arrive_whole(pageable, dtype):
+    """Every host layout of 1 MiB or more, to_gpu_async and set_async: the
+    stream's next work (a device copy queued right after) sees NumPy's
+    answer."""
+    rng = np.random.default_rng(np.dtype(dtype).num)
+    s = pygpu.Stream()
+    for name, a in host_layouts(rng, dtype, int(rng.integers(1, 5)) * MiB + 8).items():
+        warm(a.nbytes)
+        g = pygpu.to_gpu_async(a, stream=s)
+        after = g.copy(stream=s)
+        s.synchronize()
+        np.testing.assert_array_equal(after.get(), a, err_msg=name)
+        b = (a * 2).astype(dtype) if dtype != np.uint8 else a[::-1].copy()
+        g.set_async(b, stream=s)
+        s.synchronize()
+        np.testing.assert_array_equal(g.get(), b, err_msg=name)
+
+
+def test_the_route_is_named(run_python):
+    """With PYGPU_STAGING_TRACE=1 the route says an async upload of 1 MiB
+    or more went in the background once the pool holds a block of its size
+    (the first is staged while the mover page-locks one); under 1 MiB it
+    is staged as before, and a synchronous to_gpu is never in the
+    background."""
+    code = """
+import time, numpy as np, pygpu
+pygpu.transfer_config(min_bytes=0)
+s = pygpu.Stream()
+pygpu.to_gpu_async(np.ones(MiB // 8 * 3), stream=s); s.synchronize()
+end = time.monotonic() + 30
+while pygpu.pinned_pool_stats()["background"] and time.monotonic() < end:
+    time.sleep(0.002)
+pygpu.to_gpu_async(np.ones(MiB // 8 * 3), stream=s); s.synchronize()
+pygpu.to_gpu_async(np.ones(1000), stream=s); s.synchronize()
+pygpu.to_gpu(np.ones(MiB // 8 * 3))
+""".replace("MiB", str(MiB))
+    p = run_python(code, env={"PYGPU_STAGING_TRACE": "1"})
+    ups = [line for line in p.stderr.splitlines() if line.startswith("pygpu route: up")]
+    assert len(ups) == 5, p.stderr[-2000:]
+    assert ": in the background (" in ups[0] and ": staged (" in ups[1], ups[:2]     # (tried first, declined)
+    assert ": in the background (" in ups[2], ups[2]
+    assert not [u for u in ups[3:] if ": in the background" in u]
+
+
+def test_the_host_array_is_kept_until_the_upload_is_over(pageable):
+    """The caller may drop its array at once: the upload keeps it (a weak
+    reference still resolves after `del`) until the stream has passed the
+    upload and the next PyGPU call has reaped it; then it is released,
+    and the device has the data."""
+    s = pygpu.Stream()
+    warm(3 * MiB)
+    a = np.arange(3 * MiB // 8, dtype=np.float64)
+    want = a.copy()
+    ref = weakref.ref(a)
+    g = pygpu.to_gpu_async(a, stream=s)
+    del a
+    gc.collect()
+    assert ref() is not None, "the upload dropped the host array it reads"
+    s.synchronize()
+    pygpu.pinned_pool_stats()               # (reaps finished uploads)
+    gc.collect()
+    assert ref() is None, "the host array outlived its upload"
+    np.testing.assert_array_equal(g.get(), want)
+
+
+def test_a_converted_source_is_kept_too(pageable):
+    """A list or another dtype is converted first; the converted array is
+    what the background reads, and it is kept the same way."""
+    s = pygpu.Stream()
+    src = np.arange(3 * MiB // 4, dtype=np.int32)
+    g = pygpu.to_gpu_async(src, stream=s, dtype=np.float64)
+    s.synchronize()
+    np.testing.assert_array_equal(g.get(), src.astype(np.float64))
+
+
+def test_many_uploads_leave_nothing_behind(pageable):
+    """Two hundred background uploads: once the stream is done and the
+    pool trimmed, no page-locked memory is in use beyond the pool's before,
+    and every host array is released."""
+    s = pygpu.Stream()
+    pygpu.trim_pinned_pool()
+    before = pygpu.pinned_pool_stats()["in_use"]
+    refs, last = [], None
+    for k in range(200):
+        a = np.full(MiB // 8 + k, float(k))
+        refs.append(weakref.ref(a))
+        last = pygpu.to_gpu_async(a, stream=s)
+        del a
+    s.synchronize()
+    pygpu.trim_pinned_pool()
+    gc.collect()
+    assert pygpu.pinned_pool_stats()["in_use"] <= before
+    assert not [r for r in refs if r() is not None]
+    np.testing.assert_array_equal(last.get(), np.full(MiB // 8 + 199, 199.0))
+
+
+def test_threads_upload_in_the_background_at_once(pageable):
+    """Eight threads, each on its own stream, each uploading arrays of its
+    own in the background and reading them back: every one whole, no
+    hang."""
+    errors = []
+
+    def work(k):
+        try:
+            s = pygpu.Stream()
+            rng = np.random.default_rng(k)
+            for r in range(6):
+                a = rng.standard_normal(MiB // 8 + 1000 * k + r)
+                g = pygpu.to_gpu_async(a, stream=s)
+                s.synchronize()
+                np.testing.assert_array_equal(g.get(stream=s), a)
+        except BaseException as e:          # (re-raised in the main thread)
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not [t for t in threads if t.is_alive()], "a thread hung"
+    if errors:
+        raise errors[0]
+
+
+def test_exit_with_uploads_in_flight(run_python):
+    """A process that queues background uploads and exits at once (no
+    synchronize) exits cleanly: the mover finishes what it has."""
+    proc = run_python("""
+import numpy as np, pygpu
+pygpu.transfer_config(min_bytes=0)
+s = pygpu.Stream()
+keep = [pygpu.to_gpu_async(np.full(1 << 21, float(k)), stream=s) for k in range(8)]
+print("queued")
+""", timeout=120)
+    assert proc.stdout.strip().endswith("queued")
+
+
+def test_a_forked_child_uploads_in_the_background_too(run_python):
+    """The child of a fork starts with no mover and no tasks of the
+    parent's; its own background uploads start a mover of its own and
+    arrive whole (host backend: a CUDA child may not touch the device)."""
+    if pygpu.backend != "host":
+        pytest.skip("a forked child uses the device on the host backend only")
+    proc = run_python("""
+import os, time, numpy as np, pygpu
+pygpu.transfer_config(min_bytes=0)
+s = pygpu.Stream()
+def upload(v):
+    for _ in range(2):                      # (the first of a size warms the pool)
+        a = np.full(1 << 18, v)
+        g = pygpu.to_gpu_async(a, stream=s)
+        s.synchronize()
+        end = time.monotonic() + 30
+        while pygpu.pinned_pool_stats()["background"] and time.monotonic() < end:
+            time.sleep(0.002)
+    assert (g.get() == v).all()
+upload(1.0)
+pid = os.fork()
+if pid == 0:
+    try:
+        upload(2.0)
+        os._exit(0)
+    except BaseException:
+        os._exit(3)
+_, status = os.waitpid(pid, 0)
+upload(3.0)
+print("child", os.waitstatus_to_exitcode(status))
+""", timeout=120)
+    assert proc.stdout.split()[-1] == "0", proc.stdout + proc.stderr
