@@ -374,10 +374,6 @@ static pygpu_status cross_device(ctx *c, pygpu_side dst, pygpu_side src, int nd,
     return r;
 }
 
-/* The first time in this process that PyGPU's kernels could not run
- * where a copy wanted them (`why`, their loading's status): a
- * BackendWarning saying so, and what such copies do instead.  0, or -1
- * when the warning was turned into an error.  With the GIL. */
 /* A background upload's owner, given back by the reaper (the GIL held). */
 static void release_owner(void *owner)
 {
@@ -389,6 +385,10 @@ void pygpu_copy_reap(void)
     pygpu_bg_reap(release_owner);
 }
 
+/* The first time in this process that PyGPU's kernels could not run
+ * where a copy wanted them (`why`, their loading's status): a
+ * BackendWarning saying so, and what such copies do instead.  0, or -1
+ * when the warning was turned into an error.  With the GIL. */
 static int kernels_warning(pygpu_status why)
 {
     static int warned;

@@ -290,8 +290,8 @@ enum route {
 };
 
 static const char *const route_names[] = {
-    "none", "in the background", "staged", "one DMA", "runtime copies", "staged rows", "scattered as it arrives", "scattered",
-    "gathered on the device", "gathered on the device in pieces", "staged view", "gathered on the host",
+    "none", "in the background", "staged", "one DMA", "runtime copies", "staged rows", "scattered as it arrives",
+    "scattered", "gathered on the device", "gathered on the device in pieces", "staged view", "gathered on the host",
 };
 
 /* With PYGPU_STAGING_TRACE=1, each route taken and why, on stderr. */
@@ -347,7 +347,10 @@ pygpu_status cp_h2d(ctx *c, const pygpu_pair *p, const geometry *g, char *dst, c
                 c->owner_taken = 1;
                 return note(c, r, "LaunchHostFunc");
             }
-            break;                  /* (no page-locked block to be had) */
+            if (pygpu_trace_on)
+                fprintf(stderr, "pygpu route: up: not in the background (no cached page-locked block of its size: "
+                        "one is being made for the next); the next way instead\n");
+            break;
         case ROUTE_STAGED:
         case ROUTE_DMA:
             return host_to_dense(c, p, 1, dst, src, itemsize, way == ROUTE_STAGED);

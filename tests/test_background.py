@@ -93,8 +93,9 @@ pygpu.to_gpu_async(np.ones(1000), stream=s); s.synchronize()
 pygpu.to_gpu(np.ones(MiB // 8 * 3))
 """.replace("MiB", str(MiB))
     p = run_python(code, env={"PYGPU_STAGING_TRACE": "1"})
-    ups = [line for line in p.stderr.splitlines() if line.startswith("pygpu route: up")]
+    ups = [line for line in p.stderr.splitlines() if line.startswith("pygpu route: up ")]
     assert len(ups) == 5, p.stderr[-2000:]
+    assert p.stderr.count("pygpu route: up: not in the background (no cached page-locked block") == 1
     assert ": in the background (" in ups[0] and ": staged (" in ups[1], ups[:2]     # (tried first, declined)
     assert ": in the background (" in ups[2], ups[2]
     assert not [u for u in ups[3:] if ": in the background" in u]
