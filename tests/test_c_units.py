@@ -4,8 +4,10 @@ own kernels as the host backend runs them (src/devcopy.c,
 src/backend/kernels_host.c, src/kernels/kernels.h), and the worker pool
 with many callers at once (src/transfer/workers.c; also under
 ThreadSanitizer), the pool of page-locked blocks over the host runtime
-(src/transfer/pinned_pool.c), and the staging lanes and their count of
-transfers at work per device (src/transfer/lanes.c).
+(src/transfer/pinned_pool.c), the staging lanes and their count of
+transfers at work per device (src/transfer/lanes.c), and the uploads that
+complete in the background, from twelve threads (src/transfer/background.c;
+these three also under ThreadSanitizer).
 
 Each is built with the system's C compiler (-Wall -Wextra -Werror) and run
 three ways: plainly, under valgrind memcheck (--error-exitcode=1
@@ -30,6 +32,9 @@ UNITS = {
     "test_pinned_pool": ["src/transfer/pinned_pool.c", "src/backend/rt_host.c", "src/transfer/settings.c"],
     "test_lanes": ["src/transfer/lanes.c", "src/transfer/pinned_pool.c", "src/backend/rt_host.c",
                    "src/transfer/settings.c"],
+    "test_background": ["src/transfer/background.c", "src/transfer/hostcopy.c", "src/transfer/workers.c",
+                        "src/transfer/pinned_pool.c", "src/backend/rt_host.c", "src/transfer/settings.c",
+                        "src/transfer/trace.c", "src/shape.c"],
 }
 CC = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer"]
@@ -93,12 +98,13 @@ def test_c_unit_with_sanitizers(tmp_path, unit):
     run([exe], env=env)
 
 
-@pytest.mark.parametrize("unit", ["test_workers", "test_lanes"])
+@pytest.mark.parametrize("unit", ["test_workers", "test_lanes", "test_background"])
 def test_threaded_units_under_thread_sanitizer(tmp_path, unit):
     """The worker pool's slots, claims and joins with twelve callers at
-    once, and the lanes taken and given by twelve threads (their count of
-    transfers at work read without the lock), under ThreadSanitizer: no
-    data race."""
+    once, the lanes taken and given by twelve threads (their count of
+    transfers at work read without the lock), and twelve threads' uploads
+    in the background (the mover, the gates, the reaper), under
+    ThreadSanitizer: no data race."""
     if sysconfig.get_platform().startswith("win"):
         pytest.skip("sanitizers: not on this platform")
     exe = build(tmp_path, unit, ["-fsanitize=thread"])

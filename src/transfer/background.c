@@ -52,6 +52,7 @@ static pthread_cond_t copied_cv = PTHREAD_COND_INITIALIZER;    /* a chunk has be
 static pthread_cond_t queued_cv = PTHREAD_COND_INITIALIZER;    /* a task for the mover, or the mover idle */
 static task *queue_head, *queue_tail, *reap_list;
 static int mover_running, mover_busy, exit_wait;
+static size_t warming;          /* the size of the block the mover is asked to page-lock, if any */
 static atomic_int pending, reapable;
 
 /* The chunks of n elements: they start at a sixteenth (at least 256 KiB)
@@ -100,6 +101,7 @@ static void *mover_main(void *unused)
             free(t);
             atomic_fetch_sub(&pending, 1);
             pthread_mutex_lock(&bg_mu);
+            warming = 0;
             mover_busy = 0;
             pthread_cond_broadcast(&queued_cv);
             continue;
@@ -179,10 +181,12 @@ static void warm_pool(size_t bytes)
         return;
     w->warm = bytes;
     pthread_mutex_lock(&bg_mu);
-    if (enqueue(w) != 0)
+    if (warming == bytes || enqueue(w) != 0) {     /* (asked already: the uploads meanwhile are not) */
         free(w);
-    else
+    } else {
+        warming = bytes;
         atomic_fetch_add(&pending, 1);
+    }
     pthread_mutex_unlock(&bg_mu);
 }
 
@@ -303,6 +307,7 @@ static void bg_fork(enum pygpu_fork_phase phase)
     pthread_cond_init(&copied_cv, NULL);
     pthread_cond_init(&queued_cv, NULL);
     queue_head = queue_tail = reap_list = NULL;
+    warming = 0;
     mover_busy = mover_running = 0;            /* (started again when needed) */
     atomic_store(&pending, 0);
     atomic_store(&reapable, 0);

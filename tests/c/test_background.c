@@ -1,0 +1,121 @@
+/*
+ * test_background.c -- uploads that complete in the background
+ * (src/transfer/background.c) over the host runtime, from twelve threads
+ * at once: the first upload of a size is declined while the mover
+ * page-locks a block of that size, the next is taken; every taken upload
+ * delivers its bytes (dense and strided sources); every owner is released
+ * exactly once by the reaper; nothing stays pending; once trimmed, no
+ * page-locked memory is in use.  Also run under ThreadSanitizer.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "check.h"
+#include "transfer/background.h"
+#include "transfer/pinned_pool.h"
+#include "fork.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void pygpu_fork_register(pygpu_fork_fn fn) { (void)fn; }
+int pygpu_fork_broken(void) { return 0; }
+
+#define THREADS 12
+#define ROUNDS 12
+
+static atomic_int taken_n, released, wrong;
+static int owners[THREADS * ROUNDS * 2];
+
+static void release(void *owner)
+{
+    int *o = owner;
+    if ((*o)++ != 0)                        /* (the reaper runs in one thread at a time here: see reaper) */
+        atomic_fetch_add(&wrong, 1);
+    atomic_fetch_add(&released, 1);
+}
+
+static pthread_mutex_t reap_mu = PTHREAD_MUTEX_INITIALIZER;  /* (the GIL, in PyGPU) */
+
+static void reap(void)
+{
+    pthread_mutex_lock(&reap_mu);
+    pygpu_bg_reap(release);
+    pthread_mutex_unlock(&reap_mu);
+}
+
+static uint64_t seeds[THREADS];
+
+static void *uploader(void *arg)
+{
+    int me = (int)(long)arg;
+    uint64_t seed = seeds[me];
+    for (int r = 0; r < ROUNDS; r++) {
+        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+        ptrdiff_t rows = 64 + (ptrdiff_t)(seed % 64), cols = (ptrdiff_t)(PYGPU_BG_MIN / 8 / 64) + (ptrdiff_t)(seed % 300);
+        int strided = (seed >> 20) & 1;
+        ptrdiff_t pitch = strided ? 2 * cols : cols, n = rows * cols;
+        double *host = malloc((size_t)(rows * pitch) * sizeof *host), *dev = malloc((size_t)n * sizeof *dev);
+        for (ptrdiff_t i = 0; i < rows * pitch; i++)
+            host[i] = (double)(i ^ me);
+        ptrdiff_t shape[2] = {rows, cols}, strides[2] = {pitch * 8, strided ? 16 : 8};
+        int taken = 0;
+        for (int attempt = 0; attempt < 2000 && !taken; attempt++) {
+            int *owner = &owners[(me * ROUNDS + r) * 2 + (attempt > 0)];
+            pygpu_status s = pygpu_bg_upload((char *)dev, (const char *)host, strides, 2, shape, 8, PYGPU_STREAM_NULL,
+                                             owner, &taken);
+            if (s != 0)
+                atomic_fetch_add(&wrong, 1);
+            if (!taken) {
+                struct timespec ms = {0, 1000000};
+                nanosleep(&ms, NULL);       /* (the mover is page-locking a block of this size) */
+            }
+            reap();
+        }
+        if (!taken) {
+            atomic_fetch_add(&wrong, 1);
+        } else {
+            atomic_fetch_add(&taken_n, 1);
+            /* (the host runtime runs the stream's work as it is queued: the bytes are there) */
+            for (ptrdiff_t i = 0; i < rows; i++)
+                for (ptrdiff_t j = 0; j < cols; j++)
+                    if (dev[i * cols + j] != host[i * pitch + j * (strided ? 2 : 1)]) {
+                        atomic_fetch_add(&wrong, 1);
+                        i = rows;
+                        break;
+                    }
+        }
+        reap();
+        free(host);
+        free(dev);
+    }
+    return NULL;
+}
+
+int main(void)
+{
+    pthread_t t[THREADS];
+    pygpu_pinned_stats st;
+    pygpu_pinned_set_limit((size_t)1 << 31);
+    pygpu_bg_init();
+    for (int i = 0; i < THREADS; i++)
+        seeds[i] = (uint64_t)rng_range(1, (long long)1 << 40);   /* (xorshift's state must not be 0) */
+    for (long i = 0; i < THREADS; i++)
+        CHECK(pthread_create(&t[i], NULL, uploader, (void *)i) == 0);
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < 5000 && pygpu_bg_pending() > 0; i++) {      /* (blocks still being page-locked) */
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+        reap();
+    }
+    CHECK(atomic_load(&wrong) == 0);
+    CHECK(atomic_load(&taken_n) == THREADS * ROUNDS);
+    CHECK(atomic_load(&released) == THREADS * ROUNDS);
+    CHECK(pygpu_bg_pending() == 0);
+    pygpu_pinned_trim();
+    pygpu_pinned_stats_get(&st);
+    CHECK(st.in_use == 0);
+    return check_done("test_background");
+}
