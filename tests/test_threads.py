@@ -324,3 +324,21 @@ def test_the_gil_is_released_while_waiting():
             g.fill(1, stream=s)
         ticks, took = progress_during(wait, 0.01)
         assert ticks >= 1 or took < 0.005, (ticks, took)
+
+
+def test_threads_sweep_tool_runs():
+    """tools/research/threads-sweep.py (run on the GPU machine by gpu-check.sh
+    scale) gives a row per setting with both directions, each measured in
+    processes of its own."""
+    import pathlib
+    import subprocess
+    import sys
+    tool = pathlib.Path(__file__).resolve().parent.parent / "tools" / "research" / "threads-sweep.py"
+    p = subprocess.run([sys.executable, str(tool), "--threads", "2", "--reps", "1", "--size", "2M", "default",
+                        "chunk=1M,depth=2"], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, PYGPU_BACKEND="host"))
+    assert p.returncode == 0, p.stderr
+    rows = p.stdout.splitlines()[2:]
+    assert [r.split()[0] for r in rows] == ["default", "chunk=1048576,depth=2"], p.stdout
+    # (the setting, then GB/s, the ratio to raw pinned where there is a GPU, and the range, twice)
+    assert all(len(r.split()) in (5, 7) for r in rows), p.stdout

@@ -10,10 +10,12 @@
 #                                      runtime from PyPI, see .ci/run) installed into a fresh venv, the
 #                                      kernels' first use (PTX compiled by the driver), the transfer and
 #                                      device-copy bench, the suite against the installed wheel
-#   bash tools/gpu-check.sh scale      build + the thread and transfer tests + python -m pygpu.bench --scale
+#   bash tools/gpu-check.sh scale      build + the thread, transfer and background-upload tests + python -m pygpu.bench --scale
 #                                      (threads, small beside big, async), as built and for each setting
 #                                      in $GPU_CHECK_SCALE (e.g. PYTHONPATH=$PWD/.ab-base: an earlier commit,
-#                                      measured by this checkout's bench_scale), taking turns, 2 rounds
+#                                      measured by this checkout's bench_scale), taking turns, 2 rounds;
+#                                      then tools/research/threads-sweep.py (8 threads against chunk and
+#                                      thread settings, interleaved)
 #   bash tools/gpu-check.sh ab         build + python -m pygpu.bench (8 B to 256 MiB, no peers), then
 #                                      tools/research/ab-staging.py: as built against each setting
 #                                      in $GPU_CHECK_AB (default AB_THREADS=8), interleaved, 3 rounds
@@ -101,7 +103,7 @@ if [ "$what" = ab ]; then
     exit 0
 fi
 if [ "$what" = scale ]; then
-    python3 -m pytest -q -ra tests/test_threads.py tests/test_transfers.py 2>&1 | tail -5
+    python3 -m pytest -q -ra tests/test_threads.py tests/test_transfers.py tests/test_background.py 2>&1 | tail -5
     for setting in ${GPU_CHECK_SCALE:-}; do          # (an earlier commit's worktree: built in place once)
         dir=${setting#PYTHONPATH=}
         if [ "$dir" != "$setting" ] && ! ls "$dir"/pygpu/_cuda*.so >/dev/null 2>&1; then
@@ -119,6 +121,8 @@ if [ "$what" = scale ]; then
                 2>&1 | tee -a "$OUT/scale-other-$round.txt"
         done
     done
+    echo "== 8 threads: chunk and thread settings, interleaved (tools/research/threads-sweep.py)"
+    python3 tools/research/threads-sweep.py 2>/dev/null | tee "$OUT/threads-sweep.txt"
     exit 0
 fi
 if [ "$what" = copies ]; then

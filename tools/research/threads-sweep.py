@@ -1,0 +1,85 @@
+"""Where do transfers from many threads lose?  Aggregate GB/s of N threads
+each moving touched pageable memory on a stream of its own, for each
+transfer_config setting given, the settings taking turns in processes of
+their own, several rounds, medians compared (runs on the shared GPU
+machines vary by more than most settings change):
+
+    python tools/research/threads-sweep.py [--threads 8] [--reps 3] [--size 64M] [SETTING ...]
+
+A SETTING is transfer_config keywords, comma-separated: chunk=4M,depth=4 or
+threads=4 ('' or 'default': as built).  Default settings: as built, chunk
+2M/4M/8M, threads 4/8.  Each cell: median GB/s (ratio to raw pinned
+cudaMemcpy of the same process) [lowest-highest].
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+CHILD = r"""
+import json, sys
+import pygpu
+from pygpu.bench_scale import measure_threads
+setting, n, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+if setting not in ("", "default"):
+    pygpu.transfer_config(**{k: int(v) for k, v in (kv.split("=") for kv in setting.split(","))})
+r, ceil = measure_threads(nbytes=size, counts=(n,), peers=(), budget=0.6)
+print(json.dumps({d: [v[n], ceil.get(d)] for (lib, d), v in r.items()}))
+"""
+
+
+def size_arg(text):
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(float(text[:-1]) * units[text[-1]]) if text[-1] in units else int(text)
+
+
+def setting_arg(text):
+    """'chunk=4M,depth=4' with sizes spelled out in bytes for the child."""
+    if text in ("", "default"):
+        return ""
+    return ",".join(f"{k}={size_arg(v)}" for k, v in (kv.split("=") for kv in text.split(",")))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--threads", type=int, default=8)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--size", default="64M")
+    ap.add_argument("settings", nargs="*",
+                    default=["default", "chunk=2M", "chunk=4M", "chunk=8M", "threads=4", "threads=8"])
+    args = ap.parse_args(argv)
+    settings = [setting_arg(s) for s in args.settings]
+    res = {s: {} for s in settings}
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(os.path.dirname(here))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    for _ in range(args.reps):
+        for s in settings:
+            p = subprocess.run([sys.executable, "-c", CHILD, s, str(args.threads), str(size_arg(args.size))],
+                               env=env, capture_output=True, text=True, cwd=here)
+            if p.returncode != 0:
+                print(f"{s or 'default'}: failed: {p.stderr[-2000:]}", file=sys.stderr)
+                return 1
+            for d, (gbs, ceil) in json.loads(p.stdout.strip().splitlines()[-1]).items():
+                res[s].setdefault(d, []).append((gbs, ceil))
+    print(f"{args.threads} threads, {args.size} each: median GB/s (ratio to raw pinned) [lowest-highest]")
+    print(f"{'setting':<24}{'H2D':>28}{'D2H':>28}")
+    for s in settings:
+        cells = []
+        for d in ("H2D", "D2H"):
+            v = res[s].get(d, [])
+            if not v:
+                cells.append("-")
+                continue
+            gbs = [g for g, _ in v]
+            ceils = [c for _, c in v if c]
+            ratio = f" ({statistics.median(gbs) / statistics.median(ceils):.2f})" if ceils else ""
+            cells.append(f"{statistics.median(gbs):.1f}{ratio} [{min(gbs):.0f}-{max(gbs):.0f}]")
+        print(f"{s or 'default':<24}" + "".join(f"{c:>28}" for c in cells))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
