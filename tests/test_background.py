@@ -122,6 +122,23 @@ def test_the_host_array_is_kept_until_the_upload_is_over(pageable):
     np.testing.assert_array_equal(g.get(), want)
 
 
+def test_the_host_array_cannot_be_resized_under_an_upload(pageable):
+    """NumPy refuses to resize an array that others reference: while the
+    upload holds it (until it is reaped), `a.resize` raises, and the device
+    gets the data as it was; once reaped, the array may be resized."""
+    s = pygpu.Stream()
+    warm(3 * MiB)
+    a = np.arange(3 * MiB // 8, dtype=np.float64)
+    want = a.copy()
+    g = pygpu.to_gpu_async(a, stream=s)
+    with pytest.raises(ValueError, match="referenc"):
+        a.resize(10)
+    s.synchronize()
+    np.testing.assert_array_equal(g.get(), want)         # (this call reaps the finished upload)
+    a.resize(10, refcheck=True)
+    assert a.shape == (10,)
+
+
 def test_a_converted_source_is_kept_too(pageable):
     """A list or another dtype is converted first; the converted array is
     what the background reads, and it is kept the same way."""
