@@ -308,7 +308,7 @@ static enum route route_up(ctx *c, const pygpu_pair *p, const geometry *g, ptrdi
 {
     int stage = host_stage(h);
     if (pygpu_pair_is_dense(p, 0, itemsize)) {
-        if (after < ROUTE_BACKGROUND && stage && c->async && c->owner && h->nbytes >= PYGPU_BG_MIN)
+        if (after < ROUTE_BACKGROUND && stage && c->owner && h->nbytes >= PYGPU_BG_MIN)   /* (owner: async up) */
             return *why = "asynchronous, dense on the device, pageable on the host", ROUTE_BACKGROUND;
         if (after < ROUTE_STAGED && stage)
             return *why = "dense on the device, pageable on the host", ROUTE_STAGED;

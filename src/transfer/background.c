@@ -82,6 +82,35 @@ static void copy_chunk(task *t, int k, int threads)
     pygpu_parallel_range(&j, threads);
 }
 
+/* A block of t->warm bytes page-locked into the pool; t is over. */
+static void warm_block(task *t)
+{
+    void *b = pygpu_pinned_take(t->warm);
+    if (b)
+        pygpu_pinned_give(b);
+    free(t);
+    atomic_fetch_sub(&pending, 1);
+    pthread_mutex_lock(&bg_mu);
+    warming = 0;
+    pthread_mutex_unlock(&bg_mu);
+}
+
+/* An upload's chunks into its block, each gate told as its chunk lands.
+ * Once the last is copied the task may end and be freed at any moment:
+ * it is not read after that. */
+static void copy_task(task *t)
+{
+    pygpu_transfer_config cfg;
+    pygpu_transfer_config_get(&cfg);
+    for (int k = 0, n = t->nchunks; k < n; k++) {
+        copy_chunk(t, k, cfg.threads);
+        pthread_mutex_lock(&bg_mu);
+        t->copied = k + 1;
+        pthread_cond_broadcast(&copied_cv);
+        pthread_mutex_unlock(&bg_mu);
+    }
+}
+
 static void *mover_main(void *unused)
 {
     (void)unused;
@@ -94,29 +123,10 @@ static void *mover_main(void *unused)
             queue_tail = NULL;
         mover_busy = 1;
         pthread_mutex_unlock(&bg_mu);
-        if (t->warm) {
-            void *b = pygpu_pinned_take(t->warm);
-            if (b)
-                pygpu_pinned_give(b);
-            free(t);
-            atomic_fetch_sub(&pending, 1);
-            pthread_mutex_lock(&bg_mu);
-            warming = 0;
-            mover_busy = 0;
-            pthread_cond_broadcast(&queued_cv);
-            continue;
-        }
-        pygpu_transfer_config cfg;
-        pygpu_transfer_config_get(&cfg);
-        /* (once its last chunk is copied the task may end and be freed at
-         * any moment: it is not read after that) */
-        for (int k = 0, n = t->nchunks; k < n; k++) {
-            copy_chunk(t, k, cfg.threads);
-            pthread_mutex_lock(&bg_mu);
-            t->copied = k + 1;
-            pthread_cond_broadcast(&copied_cv);
-            pthread_mutex_unlock(&bg_mu);
-        }
+        if (t->warm)
+            warm_block(t);
+        else
+            copy_task(t);
         pthread_mutex_lock(&bg_mu);
         mover_busy = 0;
         pthread_cond_broadcast(&queued_cv);     /* (the wait at exit) */
