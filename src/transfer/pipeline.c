@@ -122,10 +122,9 @@ typedef struct {
 } schedule;
 
 /* An upload's chunks while another transfer is at work on its device: a
- * DMA queued is a DMA that the other's waits behind (a 1 MiB upload beside
- * a 1 GiB one took 372 us against 55 alone with 16 MiB chunks, 128 us with
- * 2 MiB ones), and 8 threads' uploads ran at 38-40 GB/s with 2-4 MiB chunks
- * against 14-29 GB/s with 16 MiB ones (H100). */
+ * DMA queued is a DMA that the other's waits behind (H100: a 1 MiB upload
+ * beside a 1 GiB one took 372 us against 55 alone with 16 MiB chunks, 128
+ * us with 2 MiB ones; 8 threads' aggregate unchanged, docs/performance.md). */
 #define CROWD_CHUNK ((size_t)2 << 20)
 
 static schedule schedule_of(ptrdiff_t n, ptrdiff_t per, ptrdiff_t unit)
