@@ -63,10 +63,11 @@ static atomic_int pending, reapable;
  * then the last chunk's DMA (the biggest chunk is the time the background
  * adds), or the first copy then every chunk's gate and DMA, where a gate
  * costs the link some 40 us (the stream starts the host function once the
- * DMA before it is over).  On the H100, 16 chunks of 64 MiB took 2.3-2.8
- * ms, 4 growing ones 1.9, a blocking to_gpu 1.6; 32 chunks of 256 MiB 9.0
- * ms, 4 growing ones 9.5-10.0 (the mover's copy there runs at some 30
- * GB/s).  Each chunk also costs the caller two calls on the stream. */
+ * DMA before it is over).  On the H100 (several runs): 64 MiB in 16
+ * chunks took 2.3-2.8 ms, in 8 (as now) 2.0-2.1, in 4 growing ones 1.9-2.7,
+ * a blocking to_gpu 1.6; 256 MiB in 32 chunks 7.8-9.1 ms, in 4 growing
+ * ones 9.5-10.2, a blocking to_gpu 5.7-6.1 (the mover's copy there runs at
+ * some 30 GB/s).  Each chunk also costs the caller two calls on the stream. */
 static void cut(task *t, ptrdiff_t n)
 {
     ptrdiff_t per = BG_CHUNK / t->itemsize, quarter = (n + 3) / 4, most = (n + BG_CHUNKS - 1) / BG_CHUNKS;
