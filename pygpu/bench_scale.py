@@ -98,10 +98,15 @@ def aggregate(setup, nthreads, nbytes, budget=0.5):
     for fn, _ in made:
         fn()                                    # warm-up: pools, page faults
     # and together, as they will run: each thread's staging lane is made in
-    # the first such round (page-locking its buffers), not in the timed one
-    ready, start = threading.Barrier(nthreads), threading.Barrier(nthreads + 1)
+    # these rounds (page-locking its buffers), not in the timed ones.  The
+    # clock starts once every thread is through them.
+    clock = [0.0]
+
+    def set_clock():
+        clock[0] = time.perf_counter()
+
+    ready, start = threading.Barrier(nthreads), threading.Barrier(nthreads, action=set_clock)
     counts, errors = [0] * nthreads, []
-    deadline = [0.0]
 
     def body(k):
         fn = made[k][0]
@@ -110,21 +115,21 @@ def aggregate(setup, nthreads, nbytes, budget=0.5):
             for _ in range(2):
                 fn()
             start.wait()
-            while time.perf_counter() < deadline[0]:
+            deadline = clock[0] + budget
+            while time.perf_counter() < deadline:
                 fn()
                 counts[k] += 1
         except BaseException as e:  # noqa: BLE001 - reported below
             errors.append(e)
+            ready.abort()                       # (the others stop waiting for this one)
+            start.abort()
 
     threads = [threading.Thread(target=body, args=(k,), daemon=True) for k in range(nthreads)]
     for t in threads:
         t.start()
-    t0 = time.perf_counter()
-    deadline[0] = t0 + budget
-    start.wait()
     for t in threads:
         t.join()
-    elapsed = time.perf_counter() - t0
+    elapsed = time.perf_counter() - clock[0]
     if errors:
         raise errors[0]
     return sum(counts) * nbytes / elapsed / 1e9
