@@ -58,3 +58,71 @@ def test_bench_ceiling_keeps_the_faster_of_two_measurements(monkeypatch):
     assert res["raw cudaMemcpy", "D2H pinned"][1 << 20][0] == 3.0
     assert res["pygpu", "H2D pageable"][1 << 20][0] == 4.0
     assert bench.ceiling(res, "H2D pageable", 1 << 20) == (1 << 20) / 1.0 / 1e9
+
+
+class _FakeClock:
+    """perf_counter for bench_scale: time moves only when a transfer runs."""
+
+    def __init__(self):
+        import threading
+        self.now, self.lock = 100.0, threading.Lock()
+
+    def perf_counter(self):
+        with self.lock:
+            return self.now
+
+    def advance(self, dt):
+        with self.lock:
+            self.now += dt
+
+
+def _script_threads(clock, warm_calls, warm_dt, dt, fail_at=None):
+    """setup() for bench_scale.aggregate whose fn takes warm_dt of the fake
+    clock for its first warm_calls calls and dt after, and raises at call
+    number fail_at."""
+    def setup():
+        n = [0]
+
+        def fn():
+            n[0] += 1
+            if n[0] == fail_at:
+                raise RuntimeError("failed in the warm-up")
+            clock.advance(warm_dt if n[0] <= warm_calls else dt)
+        return fn, None
+    return setup
+
+
+@pytest.mark.parametrize("nthreads", [1, 4])
+def test_scale_aggregate_times_only_the_timed_rounds(monkeypatch, nthreads):
+    """The threads' warm-up rounds (alone, then together) are not in the
+    time the aggregate divides by: with warm-ups of 1 s and transfers of 10
+    ms on a clock that only transfers move, the aggregate is exactly one
+    transfer's bytes per 10 ms, however many threads (they take turns on
+    the one clock)."""
+    from pygpu import bench_scale
+    clock = _FakeClock()
+    monkeypatch.setattr(bench_scale, "time", clock)
+    gbs = bench_scale.aggregate(_script_threads(clock, 3, 1.0, 0.01), nthreads, 10**9, budget=0.2)
+    assert gbs == pytest.approx(100.0, rel=1e-6)
+
+
+def test_scale_aggregate_failure_in_warm_up_raises_without_hanging(monkeypatch):
+    """A transfer that fails in the threads' shared warm-up ends the
+    aggregate with its error; the other threads and the timer do not wait
+    for it at a barrier forever."""
+    import threading
+    from pygpu import bench_scale
+    clock = _FakeClock()
+    monkeypatch.setattr(bench_scale, "time", clock)
+    seen = []
+
+    def run():
+        try:
+            bench_scale.aggregate(_script_threads(clock, 3, 0.0, 0.01, fail_at=2), 4, 1, budget=0.1)
+        except BaseException as e:  # noqa: BLE001 - checked below
+            seen.append(e)
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(30)
+    assert not t.is_alive(), "bench_scale.aggregate hung after a failed warm-up"
+    assert len(seen) == 1 and isinstance(seen[0], RuntimeError) and "warm-up" in str(seen[0])
