@@ -9,6 +9,7 @@ gates run at once (its streams are done when a call returns), so these
 tests hold the data, the routes and the references; on a GPU the same
 tests also hold the ordering on the stream.
 """
+import collections
 import gc
 import threading
 import time
@@ -243,3 +244,77 @@ upload(3.0)
 print("child", os.waitstatus_to_exitcode(status))
 """, timeout=120)
     assert proc.stdout.split()[-1] == "0", proc.stdout + proc.stderr
+
+
+def test_an_interrupt_among_uploads_loses_nothing(pageable):
+    """KeyboardInterrupt while uploads are going on in the background: the
+    uploads already queued complete (the interrupt stops the caller, not
+    the mover), every array that a call returned holds its data, and
+    nothing stays pending or page-locked in use."""
+    import _thread
+    warm(MiB)
+    s = pygpu.Stream()
+    pygpu.trim_pinned_pool()
+    before = pygpu.pinned_pool_stats()["in_use"]
+    done = collections.deque(maxlen=20)     # (the last ones: device memory stays bounded)
+    timer = threading.Timer(0.05, _thread.interrupt_main)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            for k in range(100000):
+                a = np.full(MiB // 8, float(k))
+                done.append((pygpu.to_gpu_async(a, stream=s), k))
+    finally:
+        timer.cancel()
+    s.synchronize()
+    assert done, "the interrupt came before any upload"
+    for g, k in done:
+        np.testing.assert_array_equal(g.get(stream=s), np.full(MiB // 8, float(k)))
+    del done, g
+    end = time.monotonic() + 30
+    while pygpu.pinned_pool_stats()["background"] and time.monotonic() < end:
+        pygpu.pinned_pool_stats()           # (reaps what is over)
+        time.sleep(0.002)
+    assert pygpu.pinned_pool_stats()["background"] == 0
+    pygpu.trim_pinned_pool()
+    assert pygpu.pinned_pool_stats()["in_use"] <= before
+
+
+def test_threads_at_the_pinned_pool_limit(pageable):
+    """Eight threads uploading while the pinned pool's limit leaves room
+    for no block of their size: the mover cannot page-lock one, every
+    upload goes another way, and each arrives whole; nothing is left
+    pending, and the limit is kept."""
+    saved = pygpu.pinned_pool_stats()["limit"]
+    pygpu.trim_pinned_pool()
+    pygpu.set_pinned_pool_limit(MiB)
+    errors = []
+
+    def work(k):
+        try:
+            s = pygpu.Stream()
+            rng = np.random.default_rng(k)
+            for r in range(4):
+                a = rng.standard_normal(2 * MiB // 8 + 100 * k + r)
+                g = pygpu.to_gpu_async(a, stream=s)
+                s.synchronize()
+                np.testing.assert_array_equal(g.get(stream=s), a)
+                assert pygpu.pinned_pool_stats()["in_use"] <= MiB
+        except BaseException as e:          # (re-raised in the main thread)
+            errors.append(e)
+
+    try:
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert not [t for t in threads if t.is_alive()], "a thread hung"
+        if errors:
+            raise errors[0]
+        end = time.monotonic() + 30
+        while pygpu.pinned_pool_stats()["background"] and time.monotonic() < end:
+            time.sleep(0.002)
+        assert pygpu.pinned_pool_stats()["background"] == 0
+    finally:
+        pygpu.set_pinned_pool_limit(saved)
