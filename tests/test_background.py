@@ -41,10 +41,45 @@ def warm(nbytes):
     s = pygpu.Stream()
     pygpu.to_gpu_async(np.ones(nbytes // 8), stream=s)
     s.synchronize()
+    wait_for_the_mover()
+
+
+def wait_for_the_mover():
+    """Until no background task is pending (each stats call reaps what is
+    over), 30 s at most."""
     end = time.monotonic() + 30
     while pygpu.pinned_pool_stats()["background"] and time.monotonic() < end:
         time.sleep(0.002)
     assert not pygpu.pinned_pool_stats()["background"], "the mover never finished"
+
+
+def upload_in_threads(nthreads, rounds, nelems, check=lambda: None):
+    """nthreads threads, each on its own stream, each uploading `rounds`
+    float64 arrays of nelems(k, r) elements in the background and reading
+    them back: every one whole, check() after each, no hang."""
+    errors = []
+
+    def work(k):
+        try:
+            s = pygpu.Stream()
+            rng = np.random.default_rng(k)
+            for r in range(rounds):
+                a = rng.standard_normal(nelems(k, r))
+                g = pygpu.to_gpu_async(a, stream=s)
+                s.synchronize()
+                np.testing.assert_array_equal(g.get(stream=s), a)
+                check()
+        except BaseException as e:          # (re-raised in the main thread)
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(nthreads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not [t for t in threads if t.is_alive()], "a thread hung"
+    if errors:
+        raise errors[0]
 
 
 def host_layouts(rng, dtype, nbytes):
@@ -175,28 +210,7 @@ def test_threads_upload_in_the_background_at_once(pageable):
     """Eight threads, each on its own stream, each uploading arrays of its
     own in the background and reading them back: every one whole, no
     hang."""
-    errors = []
-
-    def work(k):
-        try:
-            s = pygpu.Stream()
-            rng = np.random.default_rng(k)
-            for r in range(6):
-                a = rng.standard_normal(MiB // 8 + 1000 * k + r)
-                g = pygpu.to_gpu_async(a, stream=s)
-                s.synchronize()
-                np.testing.assert_array_equal(g.get(stream=s), a)
-        except BaseException as e:          # (re-raised in the main thread)
-            errors.append(e)
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert not [t for t in threads if t.is_alive()], "a thread hung"
-    if errors:
-        raise errors[0]
+    upload_in_threads(8, 6, lambda k, r: MiB // 8 + 1000 * k + r)
 
 
 def test_exit_with_uploads_in_flight(run_python):
@@ -271,11 +285,7 @@ def test_an_interrupt_among_uploads_loses_nothing(pageable):
     for g, k in done:
         np.testing.assert_array_equal(g.get(stream=s), np.full(MiB // 8, float(k)))
     del done, g
-    end = time.monotonic() + 30
-    while pygpu.pinned_pool_stats()["background"] and time.monotonic() < end:
-        pygpu.pinned_pool_stats()           # (reaps what is over)
-        time.sleep(0.002)
-    assert pygpu.pinned_pool_stats()["background"] == 0
+    wait_for_the_mover()
     pygpu.trim_pinned_pool()
     assert pygpu.pinned_pool_stats()["in_use"] <= before
 
@@ -288,33 +298,12 @@ def test_threads_at_the_pinned_pool_limit(pageable):
     saved = pygpu.pinned_pool_stats()["limit"]
     pygpu.trim_pinned_pool()
     pygpu.set_pinned_pool_limit(MiB)
-    errors = []
 
-    def work(k):
-        try:
-            s = pygpu.Stream()
-            rng = np.random.default_rng(k)
-            for r in range(4):
-                a = rng.standard_normal(2 * MiB // 8 + 100 * k + r)
-                g = pygpu.to_gpu_async(a, stream=s)
-                s.synchronize()
-                np.testing.assert_array_equal(g.get(stream=s), a)
-                assert pygpu.pinned_pool_stats()["in_use"] <= MiB
-        except BaseException as e:          # (re-raised in the main thread)
-            errors.append(e)
+    def limit_kept():
+        assert pygpu.pinned_pool_stats()["in_use"] <= MiB
 
     try:
-        threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(120)
-        assert not [t for t in threads if t.is_alive()], "a thread hung"
-        if errors:
-            raise errors[0]
-        end = time.monotonic() + 30
-        while pygpu.pinned_pool_stats()["background"] and time.monotonic() < end:
-            time.sleep(0.002)
-        assert pygpu.pinned_pool_stats()["background"] == 0
+        upload_in_threads(8, 4, lambda k, r: 2 * MiB // 8 + 100 * k + r, limit_kept)
+        wait_for_the_mover()
     finally:
         pygpu.set_pinned_pool_limit(saved)
