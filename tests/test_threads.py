@@ -342,3 +342,21 @@ def test_threads_sweep_tool_runs():
     assert [r.split()[0] for r in rows] == ["default", "chunk=1048576,depth=2"], p.stdout
     # (the setting, then GB/s, the ratio to raw pinned where there is a GPU, and the range, twice)
     assert all(len(r.split()) in (5, 7) for r in rows), p.stdout
+
+
+def test_threads_sweep_tool_refuses_a_build_it_did_not_measure(tmp_path):
+    """A PYTHONPATH=DIR setting compares another build; where DIR holds no
+    build of pygpu, the tool fails and says so, instead of reporting the
+    build that the child's import found under DIR's name."""
+    import pathlib
+    import shutil
+    import subprocess
+    import sys
+    root = pathlib.Path(__file__).resolve().parent.parent
+    shutil.copytree(root / "pygpu", tmp_path / "pygpu", ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    p = subprocess.run([sys.executable, str(root / "tools" / "research" / "threads-sweep.py"), "--threads", "1",
+                        "--reps", "1", "--size", "1M", f"PYTHONPATH={tmp_path}"], capture_output=True, text=True,
+                       timeout=300, env=dict(os.environ, PYGPU_BACKEND="host"))
+    assert p.returncode != 0
+    # (where an installed pygpu serves the import, the guard speaks; where none does, the child fails to import)
+    assert f"not the one in {tmp_path}" in p.stderr or f"PYTHONPATH={tmp_path}: failed" in p.stderr, p.stderr

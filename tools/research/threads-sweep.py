@@ -7,7 +7,9 @@ machines vary by more than most settings change):
     python tools/research/threads-sweep.py [--threads 8] [--reps 3] [--size 64M] [SETTING ...]
 
 A SETTING is transfer_config keywords, comma-separated: chunk=4M,depth=4 or
-threads=4 ('' or 'default': as built).  Default settings: as built, chunk
+threads=4 ('' or 'default': as built), or PYTHONPATH=DIR: another build as
+built (a worktree of another commit, built in place), to compare builds the
+same way.  Default settings: as built, chunk
 2M/4M/8M, threads 4/8.  Each cell: median GB/s (ratio to raw pinned
 cudaMemcpy of the same process) [lowest-highest].
 """
@@ -18,15 +20,21 @@ import statistics
 import subprocess
 import sys
 
+# (this checkout's bench_scale measures every build alike, whichever pygpu it imports)
 CHILD = r"""
-import json, sys
+import importlib.util, json, sys
 import pygpu
-from pygpu.bench_scale import measure_threads
+spec = importlib.util.spec_from_file_location("bench_scale_here", sys.argv[4])
+bench_scale = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench_scale)
+measure_threads = bench_scale.measure_threads
 setting, n, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 if setting not in ("", "default"):
     pygpu.transfer_config(**{k: int(v) for k, v in (kv.split("=") for kv in setting.split(","))})
 r, ceil = measure_threads(nbytes=size, counts=(n,), peers=(), budget=0.6)
-print(json.dumps({d: [v[n], ceil.get(d)] for (lib, d), v in r.items()}))
+built = [getattr(m, "__file__", None) or "" for k, m in sys.modules.items() if k.startswith("pygpu.")]
+built = [f for f in built if f.endswith(".so")] or [pygpu.__file__]    # (the compiled backend, where one loaded)
+print(json.dumps({"pygpu": built[0], **{d: [v[n], ceil.get(d)] for (lib, d), v in r.items()}}))
 """
 
 
@@ -37,8 +45,8 @@ def size_arg(text):
 
 def setting_arg(text):
     """'chunk=4M,depth=4' with sizes spelled out in bytes for the child."""
-    if text in ("", "default"):
-        return ""
+    if text in ("", "default") or text.startswith("PYTHONPATH="):
+        return text if text != "default" else ""
     return ",".join(f"{k}={size_arg(v)}" for k, v in (kv.split("=") for kv in text.split(",")))
 
 
@@ -54,15 +62,23 @@ def main(argv=None):
     res = {s: {} for s in settings}
     here = os.path.dirname(os.path.abspath(__file__))
     root = os.path.dirname(os.path.dirname(here))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
     for _ in range(args.reps):
         for s in settings:
-            p = subprocess.run([sys.executable, "-c", CHILD, s, str(args.threads), str(size_arg(args.size))],
+            build = s[len("PYTHONPATH="):] if s.startswith("PYTHONPATH=") else root
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [build, os.environ.get("PYTHONPATH")])))
+            p = subprocess.run([sys.executable, "-c", CHILD, "" if build != root else s, str(args.threads),
+                                str(size_arg(args.size)), os.path.join(root, "pygpu", "bench_scale.py")],
                                env=env, capture_output=True, text=True, cwd=here)
             if p.returncode != 0:
                 print(f"{s or 'default'}: failed: {p.stderr[-2000:]}", file=sys.stderr)
                 return 1
-            for d, (gbs, ceil) in json.loads(p.stdout.strip().splitlines()[-1]).items():
+            got = json.loads(p.stdout.strip().splitlines()[-1])
+            where = os.path.realpath(got.pop("pygpu"))
+            if not where.startswith(os.path.realpath(build) + os.sep):
+                print(f"{s}: measured the pygpu at {where}, not the one in {build} (is it built there?)",
+                      file=sys.stderr)
+                return 1
+            for d, (gbs, ceil) in got.items():
                 res[s].setdefault(d, []).append((gbs, ceil))
     print(f"{args.threads} threads, {args.size} each: median GB/s (ratio to raw pinned) [lowest-highest]")
     print(f"{'setting':<24}{'H2D':>28}{'D2H':>28}")
