@@ -45,8 +45,10 @@ def size_arg(text):
 
 def setting_arg(text):
     """'chunk=4M,depth=4' with sizes spelled out in bytes for the child."""
-    if text in ("", "default") or text.startswith("PYTHONPATH="):
-        return text if text != "default" else ""
+    if text == "default":
+        return ""
+    if text == "" or text.startswith("PYTHONPATH="):
+        return text
     return ",".join(f"{k}={size_arg(v)}" for k, v in (kv.split("=") for kv in text.split(",")))
 
 
