@@ -195,6 +195,8 @@ class _TransferConfig(TypedDict):
     threads: int
     min_bytes: int | None
     peer: bool
+    crowd_up: int
+    crowd_down: int
 
 @type_check_only
 class _PinnedPoolStats(TypedDict):
@@ -415,6 +417,8 @@ def transfer_config(
     threads: SupportsIndex | None = None,
     min_bytes: SupportsIndex | None = None,
     peer: bool | None = None,
+    crowd_up: SupportsIndex | None = None,
+    crowd_down: SupportsIndex | None = None,
 ) -> _TransferConfig: ...
 def pinned_pool_stats() -> _PinnedPoolStats: ...
 def is_pinned(ary: _HostBufferLike, /) -> bool: ...

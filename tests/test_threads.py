@@ -167,6 +167,57 @@ def test_concurrent_transfers_each_take_a_lane(run_python, nthreads, devices):
     assert proc.stdout.split()[-1] == "0"
 
 
+CROWD_SCRIPT = r"""
+import re, sys
+sys.path.insert(0, TESTS_HERE)
+import numpy as np, pygpu, test_threads as t
+pygpu.transfer_config(min_bytes=0, chunk=256 << 10, depth=4, threads=2, crowd_up=64 << 10, crowd_down=128 << 10)
+
+def work(k):
+    rng = np.random.default_rng(k)
+    for r in range(3):
+        a = rng.standard_normal(rng.integers(1 << 15, 1 << 18))    # 256 KiB to 2 MiB: whole and ring
+        g = pygpu.to_gpu(a if r < 2 else a[::2])                    # (and a gathered upload)
+        host = a if r < 2 else a[::2]
+        out = np.empty_like(host)
+        g.get(ary=out)
+        np.testing.assert_array_equal(out, host)
+        np.testing.assert_array_equal(g[1::3].get(), host[1::3])    # (a strided device view)
+for _ in range(ROUNDS_HERE):
+    t.run_threads(work)
+pygpu.trim_pinned_pool()
+print("in use", pygpu.pinned_pool_stats()["in_use"])
+"""
+
+
+def test_crowded_transfers_take_small_lanes(run_python):
+    """Eight threads transferring at once: the transfers that start while
+    another is at work on the device go through lanes of crowd_up (uploads)
+    or crowd_down (downloads) bytes, which the trace shows as chunks of at
+    most that size in transfers of more (alone, their first chunk is of 256
+    KiB); every transfer arrives whole, in lanes of either size, and once
+    trimmed no page-locked memory is in use."""
+    import os
+    import re
+    env = {"PYGPU_STAGING_TRACE": "1"}
+    if HOST:
+        env.update(PYGPU_BACKEND="host", PYGPU_HOST_DEVICES="1")
+    code = CROWD_SCRIPT.replace("TESTS_HERE", repr(os.path.dirname(os.path.abspath(__file__)))).replace(
+        "ROUNDS_HERE", "3")
+    proc = run_python(code, env=env, timeout=JOIN_TIMEOUT + 60)
+    assert proc.stdout.split()[-1] == "0"
+    biggest = {"h2d": [], "d2h": []}        # each staged transfer of over 256 KiB: its biggest chunk
+    for line in proc.stderr.splitlines():
+        m = re.match(r"pygpu staging (h2d|d2h)( \(whole\))?: .* b0@[0-9.]+\[(\d+)K\]", line)
+        if m and int(m.group(3)) > 256:
+            biggest[m.group(1)].append(max(int(c) for c in re.findall(r" c\d+@[0-9.]+\[(\d+)K\]", line)))
+    assert biggest["h2d"] and biggest["d2h"], proc.stderr[-2000:]
+    assert max(biggest["h2d"] + biggest["d2h"]) <= 256                 # (chunk)
+    assert min(biggest["h2d"]) <= 64, sorted(biggest["h2d"])            # crowded uploads: crowd_up
+    assert min(biggest["d2h"]) <= 128, sorted(biggest["d2h"])          # crowded downloads: crowd_down
+    assert max(biggest["h2d"]) == 256 or max(biggest["d2h"]) == 256     # (a transfer alone: chunk)
+
+
 @pytest.mark.parametrize("limit", [0, 200 << 10, 1 << 20])
 def test_threads_at_the_pinned_pool_limit(staging, limit):
     """Eight threads transferring while the pinned pool's limit leaves room
@@ -342,6 +393,22 @@ def test_threads_sweep_tool_runs():
     assert [r.split()[0] for r in rows] == ["default", "chunk=1048576,depth=2"], p.stdout
     # (the setting, then GB/s, the ratio to raw pinned where there is a GPU, and the range, twice)
     assert all(len(r.split()) in (5, 7) for r in rows), p.stdout
+
+
+def test_threads_sweep_tool_takes_several_counts():
+    """--threads 1,2 measures both counts in each child and prints a table
+    for each, in order."""
+    import pathlib
+    import subprocess
+    import sys
+    tool = pathlib.Path(__file__).resolve().parent.parent / "tools" / "research" / "threads-sweep.py"
+    p = subprocess.run([sys.executable, str(tool), "--threads", "1,2", "--reps", "1", "--size", "1M", "default"],
+                       capture_output=True, text=True, timeout=300, env=dict(os.environ, PYGPU_BACKEND="host"))
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert [line.split(",")[0] for line in lines[::3]] == ["1 threads", "2 threads"], p.stdout
+    assert [line.split()[0] for line in lines[2::3]] == ["default", "default"], p.stdout
+    assert all(len(line.split()) in (5, 7) for line in lines[2::3]), p.stdout
 
 
 def test_threads_sweep_tool_refuses_a_build_it_did_not_measure(tmp_path):

@@ -101,8 +101,26 @@ def test_transfer_config_validates():
         pygpu.transfer_config(8)
     with pytest.raises(TypeError, match="peer must be True or False"):
         pygpu.transfer_config(peer=1)
+    with pytest.raises(ValueError, match="crowd_up must be 0 .as chunk. or at least 4096 bytes, not 100"):
+        pygpu.transfer_config(crowd_up=100)
     cfg = pygpu.transfer_config()
-    assert set(cfg) == {"chunk", "depth", "threads", "min_bytes", "peer"}
+    assert set(cfg) == {"chunk", "depth", "threads", "min_bytes", "peer", "crowd_up", "crowd_down"}
+
+
+def test_transfer_config_crowd_settings():
+    """crowd_up and crowd_down are set, read back, and taken as given (0:
+    as chunk), and a refused value changes nothing."""
+    saved = pygpu.transfer_config()
+    try:
+        got = pygpu.transfer_config(crowd_up=64 << 10, crowd_down=0)
+        assert (got["crowd_up"], got["crowd_down"]) == (64 << 10, 0)
+        with pytest.raises(ValueError, match="crowd_down"):
+            pygpu.transfer_config(crowd_down=4095, chunk=1 << 20)
+        now = pygpu.transfer_config()
+        assert (now["crowd_up"], now["crowd_down"], now["chunk"]) == (64 << 10, 0, saved["chunk"])
+    finally:
+        pygpu.transfer_config(**saved)
+    assert pygpu.transfer_config() == saved
 
 
 def test_threads_transfer_at_once(staging):

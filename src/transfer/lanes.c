@@ -165,11 +165,19 @@ static lane *surplus_lane(void)
     return NULL;
 }
 
-pygpu_lane *pygpu_lane_take(const pygpu_transfer_config *cfg, int dev, int (*stop)(void *), void *arg)
+/* The buffers' size for a transfer that starts now (lanes_mu held). */
+static size_t chunk_now(const pygpu_transfer_config *cfg, size_t chunk, int dev, int up)
+{
+    size_t crowd = up ? cfg->crowd_up : cfg->crowd_down;
+    return crowd && crowd < chunk && atomic_load(crowd_of(dev)) > 0 ? crowd : chunk;
+}
+
+pygpu_lane *pygpu_lane_take(pygpu_transfer_config *cfg, int dev, int up, int (*stop)(void *), void *arg)
 {
     lane *l;
+    size_t chunk = cfg->chunk;
     pthread_mutex_lock(&lanes_mu);
-    while (!(l = lane_find(cfg, dev))) {
+    while (cfg->chunk = chunk_now(cfg, chunk, dev, up), !(l = lane_find(cfg, dev))) {
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_nsec += 10 * 1000000;

@@ -7,8 +7,11 @@
  * (workers.c), and none falls back to the runtime's slow way for finding
  * another at work.  Idle lanes keep their buffers for the next transfers
  * (pygpu_staging_release gives them back); once a burst is over, those
- * beyond one per device go back to the pinned pool after a second idle.  Pure C over the runtime interface, callable
- * without the GIL.
+ * beyond one per device go back to the pinned pool after a second idle.
+ * A transfer that starts while another is at work on its device takes a
+ * lane of smaller buffers (the crowd_up and crowd_down settings): the
+ * lanes of many threads together stay small enough for the host's caches.
+ * Pure C over the runtime interface, callable without the GIL.
  */
 #ifndef PYGPU_TRANSFER_LANES_H
 #define PYGPU_TRANSFER_LANES_H
@@ -34,11 +37,14 @@ typedef struct pygpu_lane {
     pygpu_event_t whole[WHOLE_CHUNKS];  /* one per DMA call of a whole-buffer transfer */
 } pygpu_lane;
 
-/* A lane for a transfer to device `dev`, with buffers for `cfg`: waits
+/* A lane for an upload (up = 1) or a download to or from device `dev`,
+ * with buffers for `cfg`: of cfg->crowd_up (crowd_down) bytes, where that
+ * is set and smaller than cfg->chunk, if another transfer is at work on
+ * the device, else of cfg->chunk; cfg->chunk is set to the lane's.  Waits
  * while the device has as many transfers staged as it may (stop(arg) is
  * asked every 10 ms: non-zero gives up); NULL when it gave up or the
  * buffers cannot be had (the pinned pool's limit). */
-pygpu_lane *pygpu_lane_take(const pygpu_transfer_config *cfg, int dev, int (*stop)(void *), void *arg);
+pygpu_lane *pygpu_lane_take(pygpu_transfer_config *cfg, int dev, int up, int (*stop)(void *), void *arg);
 /* 1 while another transfer than the lane's own is at work on its device. */
 int pygpu_lane_crowded(const pygpu_lane *l);
 /* Give a lane back at the end of its transfer. */

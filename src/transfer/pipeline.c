@@ -88,13 +88,18 @@ static int stop_waiting(void *arg) { return stop_now(arg); }
 /* Take a lane on the current device for a transfer of host layout h (into
  * c->lane); 0 if none is to be had (the pinned pool's limit refuses its
  * buffers, or an interrupt came while it waited for one). */
-static int engine_take(pygpu_staging_ctx *c, pygpu_transfer_config *cfg, const pygpu_host_layout *h)
+static int engine_take(pygpu_staging_ctx *c, pygpu_transfer_config *cfg, const pygpu_host_layout *h, int up)
 {
     int dev = -1;
     pygpu_transfer_config_get(cfg);
     if (cfg->chunk < (size_t)h->itemsize || pygpu_rt_get_device(&dev) != 0 ||
-        !(c->lane = pygpu_lane_take(cfg, dev, stop_waiting, c)))
+        !(c->lane = pygpu_lane_take(cfg, dev, up, stop_waiting, c)))
         return 0;
+    if (cfg->chunk < (size_t)h->itemsize) {     /* (a crowded lane's buffers: too small for an element) */
+        pygpu_lane_give(c->lane);
+        c->lane = NULL;
+        return 0;
+    }
     /* The workers that this transfer's biggest chunk can use spin while it
      * runs; the others sleep (a 64 KiB copy wakes one, not all). */
     size_t bytes = (size_t)(layout_size(h) * h->itemsize);
@@ -121,11 +126,18 @@ typedef struct {
     ptrdiff_t crowd_per;
 } schedule;
 
-/* An upload's chunks while another transfer is at work on its device: a
- * DMA queued is a DMA that the other's waits behind (H100: a 1 MiB upload
- * beside a 1 GiB one took 372 us against 55 alone with 16 MiB chunks, 128
- * us with 2 MiB ones; 8 threads' aggregate unchanged, docs/performance.md). */
-#define CROWD_CHUNK ((size_t)2 << 20)
+/* An upload's chunks while another transfer is at work on its device are
+ * of at most cfg->crowd_up bytes (the size of a crowded lane's buffers),
+ * also for an upload that began alone: a DMA queued is a DMA that the
+ * other's waits behind (H100: a 1 MiB upload beside a 1 GiB one took 372
+ * us against 55 alone with 16 MiB chunks, 128 us with 2 MiB ones,
+ * docs/performance.md). */
+static ptrdiff_t crowd_elements(const pygpu_transfer_config *cfg, ptrdiff_t itemsize)
+{
+    if (!cfg->crowd_up)
+        return PTRDIFF_MAX;
+    return (ptrdiff_t)cfg->crowd_up / itemsize > 0 ? (ptrdiff_t)cfg->crowd_up / itemsize : 1;
+}
 
 static schedule schedule_of(ptrdiff_t n, ptrdiff_t per, ptrdiff_t unit)
 {
@@ -138,11 +150,12 @@ static schedule schedule_of(ptrdiff_t n, ptrdiff_t per, ptrdiff_t unit)
 }
 
 /* The schedule of an upload of n elements through lane l. */
-static schedule upload_schedule(const lane *l, ptrdiff_t n, ptrdiff_t per, ptrdiff_t itemsize)
+static schedule upload_schedule(const lane *l, const pygpu_transfer_config *cfg, ptrdiff_t n, ptrdiff_t per,
+                                ptrdiff_t itemsize)
 {
     schedule s = schedule_of(n, per, itemsize);
     s.crowd = l;
-    s.crowd_per = (ptrdiff_t)CROWD_CHUNK / itemsize > 0 ? (ptrdiff_t)CROWD_CHUNK / itemsize : 1;
+    s.crowd_per = crowd_elements(cfg, itemsize);
     return s;
 }
 
@@ -184,7 +197,7 @@ static int whole_windows(const lane *l, ptrdiff_t n, ptrdiff_t itemsize, const p
     if (per_buf < 1 || n > per_buf * l->depth)
         return 0;
     ptrdiff_t per = (ptrdiff_t)chunk_bytes(cfg, (size_t)(n * itemsize)) / itemsize;
-    schedule sch = up ? upload_schedule(l, n, per, itemsize) : schedule_of(n, per, itemsize);
+    schedule sch = up ? upload_schedule(l, cfg, n, per, itemsize) : schedule_of(n, per, itemsize);
     while (schedule_next(&sch, &e, &cnt)) {
         while (cnt > 0) {
             ptrdiff_t b = e / per_buf, room = (b + 1) * per_buf - e, m = cnt < room ? cnt : room;
@@ -242,13 +255,13 @@ static pygpu_status queue_windows(pygpu_staging_ctx *c, const part_window *win, 
  * for each run of them in one staging buffer (never across two: each is
  * its own page-locked allocation, and a copy from page-locked memory must
  * lie in one, even where two happen to be adjacent in the address space). */
-static pygpu_status queue_up(pygpu_staging_ctx *c, char *dev, const part_window *win, int from, int to,
-                             ptrdiff_t itemsize, int *calls)
+static pygpu_status queue_up(pygpu_staging_ctx *c, const pygpu_transfer_config *cfg, char *dev,
+                             const part_window *win, int from, int to, ptrdiff_t itemsize, int *calls)
 {
     pygpu_status r = 0;
-    /* (while another transfer is at work, no call of more than CROWD_CHUNK
+    /* (while another transfer is at work, no call of more than crowd_up
      * bytes made of several windows) */
-    ptrdiff_t most = pygpu_lane_crowded(c->lane) ? (ptrdiff_t)CROWD_CHUNK / itemsize : PTRDIFF_MAX;
+    ptrdiff_t most = pygpu_lane_crowded(c->lane) ? crowd_elements(cfg, itemsize) : PTRDIFF_MAX;
     for (int i = from, j; r == 0 && i < to; i = j) {
         ptrdiff_t cnt = win[i].cnt;
         for (j = i + 1; j < to && win[j].buf == win[i].buf && cnt + win[j].cnt <= most; j++)
@@ -338,7 +351,7 @@ static pygpu_status h2d_whole(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
         /* Windows [from, k) are in the buffers: they go now if the link
          * would otherwise run dry. */
         if (from < k && (k == nwin || calls < 2 || pygpu_rt_event_query(c->lane->whole[calls - 2]) == 0)) {
-            if ((r = queue_up(c, dev, win, from, k, h.itemsize, &calls)) == 0)
+            if ((r = queue_up(c, cfg, dev, win, from, k, h.itemsize, &calls)) == 0)
                 r = tell_queued(c, win[k - 1].e + win[k - 1].cnt, h.itemsize);
             from = k;
         }
@@ -370,7 +383,7 @@ pygpu_status pygpu_staged_h2d(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
     ptrdiff_t e, cnt;
     int k = 0;                  /* chunks copied into the buffers */
     *staged = 0;
-    if (!engine_take(c, &cfg, &h))
+    if (!engine_take(c, &cfg, &h, 1))
         return 0;
     *staged = 1;
     int whole = 0;
@@ -380,7 +393,7 @@ pygpu_status pygpu_staged_h2d(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
         return r;
     }
     ptrdiff_t n = layout_size(&h), per = (ptrdiff_t)chunk_bytes(&cfg, (size_t)(n * h.itemsize)) / h.itemsize;
-    schedule sch = upload_schedule(c->lane, n, per, h.itemsize);
+    schedule sch = upload_schedule(c->lane, &cfg, n, per, h.itemsize);
     PYGPU_TRACE('b', 0, (size_t)(n * h.itemsize));
     if (schedule_next(&sch, &e, &cnt) && (r = buffer_free(c, 0)) == 0 && !stop_now(c)) {
         PYGPU_TRACE('w', 0, 0);
@@ -491,7 +504,7 @@ pygpu_status pygpu_staged_d2h(pygpu_staging_ctx *c, pygpu_host_layout h, const c
     h = collapsed(h, shape, strides);
     window win[PYGPU_MAX_DEPTH];
     *staged = 0;
-    if (!engine_take(c, &cfg, &h))
+    if (!engine_take(c, &cfg, &h, 0))
         return 0;
     *staged = 1;
     /* Into memory never touched (a new NumPy array of 32 MiB or more, or
@@ -582,7 +595,7 @@ pygpu_status pygpu_staged_d2h_view(pygpu_staging_ctx *c, pygpu_host_layout h, co
     window win[PYGPU_MAX_DEPTH];
     ptrdiff_t lo, hi;
     *staged = 0;
-    if (!engine_take(c, &cfg, &h))
+    if (!engine_take(c, &cfg, &h, 0))
         return 0;
     *staged = 1;
     ptrdiff_t n = layout_size(&h);
@@ -639,7 +652,7 @@ pygpu_status pygpu_staged_h2d_rows(pygpu_staging_ctx *c, char *dev, ptrdiff_t pi
     pygpu_status r = 0;
     *staged = 0;
     ptrdiff_t n = layout_size(&h), per_row = width / h.itemsize, rows = n / per_row;
-    if (!engine_take(c, &cfg, &h))
+    if (!engine_take(c, &cfg, &h, 1))
         return 0;
     size_t limit = chunk_bytes(&cfg, (size_t)(n * h.itemsize));
     ptrdiff_t k = (ptrdiff_t)limit / width;

@@ -31,6 +31,11 @@ static void config_defaults(void)
      * "device memory" is host memory, and staging would only add a copy. */
     config.min_bytes = strcmp(pygpu_rt_vendor(), "host") ? (size_t)32 << 10 : SIZE_MAX;
     config.peer = 1;
+    /* Transfers from several threads at once: their lanes of staging
+     * buffers in a smaller footprint (8 threads on an H100, touched
+     * pageable 64 MiB each: docs/performance.md, crowded lanes). */
+    config.crowd_up = (size_t)2 << 20;
+    config.crowd_down = (size_t)8 << 20;
     config_ready = 1;
 }
 
@@ -57,6 +62,10 @@ void pygpu_transfer_config_set(const pygpu_transfer_config *c)
         config.threads = PYGPU_MAX_THREADS;
     if (config.chunk < 4096)
         config.chunk = 4096;
+    if (config.crowd_up && config.crowd_up < 4096)
+        config.crowd_up = 4096;
+    if (config.crowd_down && config.crowd_down < 4096)
+        config.crowd_down = 4096;
     pthread_mutex_unlock(&config_mu);
 }
 

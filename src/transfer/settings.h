@@ -22,6 +22,9 @@ typedef struct {
     size_t min_bytes;           /* smaller pageable copies go the runtime's own way */
     int peer;                   /* copies between devices go peer to peer where the
                                  * hardware allows (else staged through the host) */
+    size_t crowd_up, crowd_down;        /* bytes per staging buffer, at most, of an upload
+                                         * (download) that starts while another transfer is
+                                         * at work on its device (0: chunk) */
 } pygpu_transfer_config;
 
 void pygpu_transfer_config_get(pygpu_transfer_config *c);

@@ -15,21 +15,37 @@ static PyObject *config_dict(void)
 {
     pygpu_transfer_config c;
     pygpu_transfer_config_get(&c);
-    return Py_BuildValue("{s:n,s:i,s:i,s:N,s:O}", "chunk", (Py_ssize_t)c.chunk, "depth", c.depth, "threads",
-                         c.threads, "min_bytes",
+    return Py_BuildValue("{s:n,s:i,s:i,s:N,s:O,s:n,s:n}", "chunk", (Py_ssize_t)c.chunk, "depth", c.depth,
+                         "threads", c.threads, "min_bytes",
                          c.min_bytes == SIZE_MAX ? Py_NewRef(Py_None) : PyLong_FromSize_t(c.min_bytes),
-                         "peer", c.peer ? Py_True : Py_False);
+                         "peer", c.peer ? Py_True : Py_False, "crowd_up", (Py_ssize_t)c.crowd_up, "crowd_down",
+                         (Py_ssize_t)c.crowd_down);
+}
+
+/* A crowded lane's chunk: 0 (the chunk setting's) or at least 4096 bytes. */
+static int crowd_arg(PyObject *arg, const char *name, size_t *out)
+{
+    size_t v;
+    if (pygpu_size_arg(arg, name, &v) < 0)
+        return -1;
+    if (v != 0 && v < 4096) {
+        PyErr_Format(PyExc_ValueError, "%s must be 0 (as chunk) or at least 4096 bytes, not %zu", name, v);
+        return -1;
+    }
+    *out = v;
+    return 0;
 }
 
 static PyObject *transfer_config(PyObject *m, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"chunk", "depth", "threads", "min_bytes", "peer", NULL};
-    PyObject *chunk = NULL, *depth = NULL, *threads = NULL, *min_bytes = NULL, *peer = NULL;
+    static char *kwlist[] = {"chunk", "depth", "threads", "min_bytes", "peer", "crowd_up", "crowd_down", NULL};
+    PyObject *chunk = NULL, *depth = NULL, *threads = NULL, *min_bytes = NULL, *peer = NULL, *crowd_up = NULL,
+             *crowd_down = NULL;
     pygpu_transfer_config c;
     size_t v;
     (void)m;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$OOOOO:transfer_config", kwlist, &chunk, &depth, &threads,
-                                     &min_bytes, &peer))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$OOOOOOO:transfer_config", kwlist, &chunk, &depth, &threads,
+                                     &min_bytes, &peer, &crowd_up, &crowd_down))
         return NULL;
     pygpu_transfer_config_get(&c);
     if (chunk) {
@@ -65,7 +81,11 @@ static PyObject *transfer_config(PyObject *m, PyObject *args, PyObject *kwds)
             return PyErr_Format(PyExc_TypeError, "peer must be True or False, not %.100s", Py_TYPE(peer)->tp_name);
         c.peer = peer == Py_True;
     }
-    if (chunk || depth || threads || min_bytes || peer) {
+    if (crowd_up && crowd_arg(crowd_up, "crowd_up", &c.crowd_up) < 0)
+        return NULL;
+    if (crowd_down && crowd_arg(crowd_down, "crowd_down", &c.crowd_down) < 0)
+        return NULL;
+    if (chunk || depth || threads || min_bytes || peer || crowd_up || crowd_down) {
         Py_BEGIN_ALLOW_THREADS
         pygpu_transfer_config_set(&c);
         pygpu_staging_release();        /* buffers of the old size go back to the pool */
@@ -131,13 +151,16 @@ PyMethodDef pygpu_transfer_methods[] = {
      "is_pinned(ary, /)\n--\n\nTrue if the host buffer `ary` is page-locked (allocated or registered\n"
      "with the runtime); always False on the host backend."},
     {"transfer_config", (PyCFunction)(void (*)(void))transfer_config, METH_VARARGS | METH_KEYWORDS,
-     "transfer_config(*, chunk=None, depth=None, threads=None, min_bytes=None, peer=None)\n--\n\n"
+     "transfer_config(*, chunk=None, depth=None, threads=None, min_bytes=None, peer=None, crowd_up=None,\n"
+     "                crowd_down=None)\n--\n\n"
      "The staging pipeline's settings as a dict, after changing the ones given:\n"
      "chunk (bytes per staging buffer), depth (buffers in flight), threads (host\n"
      "threads copying each chunk), min_bytes (smaller pageable copies, or None for\n"
      "all, go the runtime's own way), peer (copies between devices go peer to\n"
      "peer where the hardware allows; False stages them through pinned host\n"
-     "memory)."},
+     "memory), crowd_up and crowd_down (bytes per staging buffer, at most, of an\n"
+     "upload or a download that starts while another transfer is at work on its\n"
+     "device; 0: as chunk)."},
     {"pinned_pool_stats", pinned_pool_stats, METH_NOARGS,
      "pinned_pool_stats()\n--\n\n{'limit', 'in_use', 'cached', 'hits', 'misses'} of the pinned pool, and "
      "'background': asynchronous uploads from pageable memory not yet over (and blocks being page-locked for them)."},

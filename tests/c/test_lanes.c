@@ -4,7 +4,9 @@
  * device both are, one on another device is not, and giving one back ends
  * the crowd; a device's ninth transfer waits for a lane and gives up when
  * asked to; from many threads at once the count comes back to nobody at
- * work; every buffer goes back to the pinned pool.
+ * work; a transfer that starts while another is at work gets a lane of the
+ * crowded size of its direction; every buffer goes back to the pinned
+ * pool.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
@@ -39,13 +41,63 @@ static void *hammer(void *arg)
 {
     int dev = (int)(long)arg % 2;
     for (int i = 0; i < ROUNDS; i++) {
-        pygpu_lane *l = pygpu_lane_take(&cfg, dev, NULL, NULL);
+        pygpu_transfer_config mine = cfg;
+        pygpu_lane *l = pygpu_lane_take(&mine, dev, i % 2, NULL, NULL);
         if (!l || l->buf[0] == NULL)
             atomic_fetch_add(&wrong, 1);
         if (l)
             pygpu_lane_give(l);
     }
     return NULL;
+}
+
+/* A transfer that starts alone gets buffers of cfg.chunk; one that starts
+ * while another is at work on its device gets crowd_up (an upload) or
+ * crowd_down (a download) bytes, where set and smaller; a transfer on
+ * another device is alone; the idle lanes of each size are taken again. */
+static void crowded_lanes(void)
+{
+    pygpu_transfer_config big = cfg, t;
+    big.chunk = (size_t)rng_range(64, 128) << 10;
+    big.crowd_up = (size_t)rng_range(4, 16) << 10;
+    big.crowd_down = big.crowd_up + 4096;
+    pygpu_lane *a, *b, *c, *d, *e;
+
+    t = big;
+    CHECK((a = pygpu_lane_take(&t, 0, 1, NULL, NULL)) != NULL);
+    CHECK(t.chunk == big.chunk && a->chunk == big.chunk);       /* (alone) */
+    t = big;
+    CHECK((b = pygpu_lane_take(&t, 0, 1, NULL, NULL)) != NULL);
+    CHECK(t.chunk == big.crowd_up && b->chunk == big.crowd_up);
+    t = big;
+    CHECK((c = pygpu_lane_take(&t, 0, 0, NULL, NULL)) != NULL);
+    CHECK(t.chunk == big.crowd_down && c->chunk == big.crowd_down);
+    t = big;
+    CHECK((d = pygpu_lane_take(&t, 1, 0, NULL, NULL)) != NULL);
+    CHECK(t.chunk == big.chunk);                                /* (alone on device 1) */
+    t = big;
+    t.crowd_down = 0;                                           /* (0: as chunk) */
+    CHECK((e = pygpu_lane_take(&t, 1, 0, NULL, NULL)) != NULL);
+    CHECK(t.chunk == big.chunk);
+    pygpu_lane_give(e);
+    t = big;
+    t.crowd_up = big.chunk * 2;                                 /* (bigger than chunk: as chunk) */
+    CHECK((e = pygpu_lane_take(&t, 1, 1, NULL, NULL)) != NULL);
+    CHECK(t.chunk == big.chunk);
+    pygpu_lane_give(e);
+    void *small_buf = b->buf[0];
+    pygpu_lane_give(b);
+    t = big;
+    CHECK((b = pygpu_lane_take(&t, 0, 1, NULL, NULL)) != NULL);   /* (crowded again: the same lane, kept) */
+    CHECK(b->chunk == big.crowd_up && b->buf[0] == small_buf);
+    pygpu_lane_give(b);
+    pygpu_lane_give(c);
+    pygpu_lane_give(d);
+    pygpu_lane_give(a);
+    t = big;
+    CHECK((a = pygpu_lane_take(&t, 0, 1, NULL, NULL)) != NULL);
+    CHECK(t.chunk == big.chunk && a->chunk == big.chunk);       /* (alone again) */
+    pygpu_lane_give(a);
 }
 
 int main(void)
@@ -57,11 +109,11 @@ int main(void)
     cfg.depth = 2;
     cfg.chunk = (size_t)rng_range(16, 64) << 10;     /* (any size: the lanes do not care) */
 
-    CHECK((a = pygpu_lane_take(&cfg, 0, NULL, NULL)) != NULL);
+    CHECK((a = pygpu_lane_take(&cfg, 0, 1, NULL, NULL)) != NULL);
     CHECK(!pygpu_lane_crowded(a));
-    CHECK((b = pygpu_lane_take(&cfg, 0, NULL, NULL)) != NULL && b != a);
+    CHECK((b = pygpu_lane_take(&cfg, 0, 1, NULL, NULL)) != NULL && b != a);
     CHECK(pygpu_lane_crowded(a) && pygpu_lane_crowded(b));
-    CHECK((c = pygpu_lane_take(&cfg, 1, NULL, NULL)) != NULL);
+    CHECK((c = pygpu_lane_take(&cfg, 1, 0, NULL, NULL)) != NULL);
     CHECK(!pygpu_lane_crowded(c));
     pygpu_lane_give(b);
     CHECK(!pygpu_lane_crowded(a));
@@ -70,11 +122,11 @@ int main(void)
 
     /* Eight at work on device 0: a ninth waits, and gives up when told. */
     for (int i = 0; i < 8; i++)
-        CHECK((many[i] = pygpu_lane_take(&cfg, 0, NULL, NULL)) != NULL);
+        CHECK((many[i] = pygpu_lane_take(&cfg, 0, 1, NULL, NULL)) != NULL);
     CHECK(pygpu_lane_crowded(many[0]));
-    CHECK(pygpu_lane_take(&cfg, 0, give_up, NULL) == NULL);
+    CHECK(pygpu_lane_take(&cfg, 0, 1, give_up, NULL) == NULL);
     CHECK(asked_to_stop == 1);
-    CHECK((c = pygpu_lane_take(&cfg, 1, give_up, NULL)) != NULL);     /* (another device: room) */
+    CHECK((c = pygpu_lane_take(&cfg, 1, 0, give_up, NULL)) != NULL);     /* (another device: room) */
     pygpu_lane_give(c);
     for (int i = 0; i < 8; i++)
         pygpu_lane_give(many[i]);
@@ -85,9 +137,11 @@ int main(void)
     for (int i = 0; i < THREADS; i++)
         pthread_join(t[i], NULL);
     CHECK(atomic_load(&wrong) == 0);
-    CHECK((a = pygpu_lane_take(&cfg, 0, NULL, NULL)) != NULL);
+    CHECK((a = pygpu_lane_take(&cfg, 0, 1, NULL, NULL)) != NULL);
     CHECK(!pygpu_lane_crowded(a));          /* (the count came back to nobody else) */
     pygpu_lane_give(a);
+
+    crowded_lanes();
 
     pygpu_staging_release();
     pygpu_pinned_trim();

@@ -6,6 +6,9 @@ machines vary by more than most settings change):
 
     python tools/research/threads-sweep.py [--threads 8] [--reps 3] [--size 64M] [SETTING ...]
 
+--threads takes several counts, comma-separated (1,2,4,8): each child
+process measures them all, and a table is printed for each.
+
 A SETTING is transfer_config keywords, comma-separated: chunk=4M,depth=4 or
 threads=4 ('' or 'default': as built), or PYTHONPATH=DIR: another build as
 built (a worktree of another commit, built in place), to compare builds the
@@ -28,13 +31,13 @@ spec = importlib.util.spec_from_file_location("bench_scale_here", sys.argv[4])
 bench_scale = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench_scale)
 measure_threads = bench_scale.measure_threads
-setting, n, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+setting, counts, size = sys.argv[1], [int(n) for n in sys.argv[2].split(",")], int(sys.argv[3])
 if setting not in ("", "default"):
     pygpu.transfer_config(**{k: int(v) for k, v in (kv.split("=") for kv in setting.split(","))})
-r, ceil = measure_threads(nbytes=size, counts=(n,), peers=(), budget=0.6)
+r, ceil = measure_threads(nbytes=size, counts=counts, peers=(), budget=0.6)
 built = [getattr(m, "__file__", None) or "" for k, m in sys.modules.items() if k.startswith("pygpu.")]
 built = [f for f in built if f.endswith(".so")] or [pygpu.__file__]    # (the compiled backend, where one loaded)
-print(json.dumps({"pygpu": built[0], **{d: [v[n], ceil.get(d)] for (lib, d), v in r.items()}}))
+print(json.dumps({"pygpu": built[0], **{f"{d} {n}": [v[n], ceil.get(d)] for (lib, d), v in r.items() for n in counts}}))
 """
 
 
@@ -54,13 +57,14 @@ def setting_arg(text):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--threads", type=int, default=8)
+    ap.add_argument("--threads", default="8", help="a count, or several: 1,2,4,8")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--size", default="64M")
     ap.add_argument("settings", nargs="*",
                     default=["default", "chunk=2M", "chunk=4M", "chunk=8M", "threads=4", "threads=8"])
     args = ap.parse_args(argv)
     settings = [setting_arg(s) for s in args.settings]
+    counts = [int(n) for n in args.threads.split(",")]
     res = {s: {} for s in settings}
     here = os.path.dirname(os.path.abspath(__file__))
     root = os.path.dirname(os.path.dirname(here))
@@ -68,7 +72,7 @@ def main(argv=None):
         for s in settings:
             build = s[len("PYTHONPATH="):] if s.startswith("PYTHONPATH=") else root
             env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [build, os.environ.get("PYTHONPATH")])))
-            p = subprocess.run([sys.executable, "-c", CHILD, "" if build != root else s, str(args.threads),
+            p = subprocess.run([sys.executable, "-c", CHILD, "" if build != root else s, ",".join(map(str, counts)),
                                 str(size_arg(args.size)), os.path.join(root, "pygpu", "bench_scale.py")],
                                env=env, capture_output=True, text=True, cwd=here)
             if p.returncode != 0:
@@ -82,20 +86,21 @@ def main(argv=None):
                 return 1
             for d, (gbs, ceil) in got.items():
                 res[s].setdefault(d, []).append((gbs, ceil))
-    print(f"{args.threads} threads, {args.size} each: median GB/s (ratio to raw pinned) [lowest-highest]")
-    print(f"{'setting':<24}{'H2D':>28}{'D2H':>28}")
-    for s in settings:
-        cells = []
-        for d in ("H2D", "D2H"):
-            v = res[s].get(d, [])
-            if not v:
-                cells.append("-")
-                continue
-            gbs = [g for g, _ in v]
-            ceils = [c for _, c in v if c]
-            ratio = f" ({statistics.median(gbs) / statistics.median(ceils):.2f})" if ceils else ""
-            cells.append(f"{statistics.median(gbs):.1f}{ratio} [{min(gbs):.0f}-{max(gbs):.0f}]")
-        print(f"{s or 'default':<24}" + "".join(f"{c:>28}" for c in cells))
+    for n in counts:
+        print(f"{n} threads, {args.size} each: median GB/s (ratio to raw pinned) [lowest-highest]")
+        print(f"{'setting':<24}{'H2D':>28}{'D2H':>28}")
+        for s in settings:
+            cells = []
+            for d in ("H2D", "D2H"):
+                v = res[s].get(f"{d} {n}", [])
+                if not v:
+                    cells.append("-")
+                    continue
+                gbs = [g for g, _ in v]
+                ceils = [c for _, c in v if c]
+                ratio = f" ({statistics.median(gbs) / statistics.median(ceils):.2f})" if ceils else ""
+                cells.append(f"{statistics.median(gbs):.1f}{ratio} [{min(gbs):.0f}-{max(gbs):.0f}]")
+            print(f"{s or 'default':<24}" + "".join(f"{c:>28}" for c in cells))
     return 0
 
 
