@@ -240,36 +240,14 @@ static void want_huge_pages(char *lo, size_t n)
 #endif
 }
 
-/* The threads that fault in a fresh destination: a third more than copy
- * a chunk (the default's three in four CPUs: all of them), as many as the
- * CPUs.  The kernel zeroes each page on the faulting thread, so the fault-in
- * runs at the rate of the threads given it (H100 host, 256 MiB into a
- * fresh array: 0.25 of the link on 6 threads, 0.38 on 12, 0.46 on 16),
- * and no host copy waits on it part by part, so a thread descheduled in
- * the middle holds up nothing but the fault-in. */
-static int prefault_threads(int threads)
-{
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    int t = threads + threads / 3;
-    if (cpus > 0 && t > cpus)
-        t = (int)cpus;
-    if (t > PYGPU_MAX_THREADS)
-        t = PYGPU_MAX_THREADS;
-    return t > threads ? t : threads;
-}
-
 void pygpu_parallel_prefault(void *p, size_t n, int threads)
 {
     char *lo;
     size_t page, pages = whole_pages(p, n, &lo, &page);
     if (pages == 0)
         return;
-    int copiers = threads;
-    threads = prefault_threads(threads);
     want_huge_pages(lo, pages * page);
     prefault_job j = {lo, pages * page, page};
     int parts = (int)(pages * page / ((size_t)4 << 20));      /* 4 MiB or more each */
     pygpu_run_parallel(prefault_part, &j, parts < 1 ? 1 : parts > threads ? threads : parts, threads);
-    if (threads > copiers)
-        pygpu_workers_allow(copiers - 1);       /* (the extra ones go back to sleep, not spin beside the copies) */
 }

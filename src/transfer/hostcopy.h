@@ -54,8 +54,7 @@ void pygpu_parallel_strided_copy(char *dst, const ptrdiff_t *dst_strides, const 
 /* Whether [p, p + n) looks never touched (some sampled pages have no
  * memory yet). */
 int pygpu_looks_fresh(const void *p, size_t n);
-/* Fault in the pages of [p, p + n) on `threads` threads and a third more
- * (up to the CPUs), keeping their bytes. */
+/* Fault in the pages of [p, p + n) on `threads` threads, keeping their bytes. */
 void pygpu_parallel_prefault(void *p, size_t n, int threads);
 
 #endif /* PYGPU_TRANSFER_HOSTCOPY_H */

@@ -279,12 +279,6 @@ void pygpu_workers_heat(int want)
         wake_sleepers();
 }
 
-void pygpu_workers_allow(int want)
-{
-    int started = atomic_load(&nworkers);
-    atomic_store(&job_workers, want < started ? want : started);
-}
-
 void pygpu_workers_cool(void)
 {
     atomic_fetch_sub(&hot, 1);

@@ -31,10 +31,6 @@ void pygpu_run_parallel(pygpu_part_fn fn, void *arg, int nparts, int threads);
  * jobs until pygpu_workers_cool; the others sleep. */
 void pygpu_workers_heat(int want);
 void pygpu_workers_cool(void);
-/* Workers [0, want) take part from now on: after a job that took more
- * than the transfer heated (while a transfer is hot, a job only ever
- * raises their number). */
-void pygpu_workers_allow(int want);
 
 /* Registers the workers' fork handler (the child starts with none). */
 void pygpu_workers_init(void);
