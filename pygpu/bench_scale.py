@@ -206,25 +206,31 @@ def latency_beside(small=1 * MiB, big=1 * GiB, budget=0.5, own_streams=False):
     return alone, statistics.median(times)
 
 
-def async_overlap(nbytes, budget=0.5):
+def async_overlap(nbytes, budget=0.5, down=False):
     """(seconds the to_gpu_async call took, seconds until its stream had
     the data, seconds a to_gpu of the same array takes), medians, for
-    touched pageable memory."""
+    touched pageable memory; with `down`, the same of get_async into
+    touched pageable memory against get(ary=...)."""
     host, s = pageable_array(nbytes), pygpu.Stream()
-    pygpu.to_gpu_async(host, stream=s)
+    if down:
+        g = pygpu.to_gpu(host)
+        start, blocking_call = (lambda: g.get_async(stream=s, ary=host)), (lambda: g.get(ary=host, stream=s))
+    else:
+        start, blocking_call = (lambda: pygpu.to_gpu_async(host, stream=s)), (lambda: pygpu.to_gpu(host, stream=s))
+    start()                                     # (the first of a size makes a page-locked block for the next)
     s.synchronize()
-    blocking = time_case(lambda: (pygpu.to_gpu(host, stream=s), s.synchronize()), nbytes, budget / 2)
+    blocking = time_case(lambda: (blocking_call(), s.synchronize()), nbytes, budget / 2)
     calls, totals = [], []
     end = time.perf_counter() + budget
     while time.perf_counter() < end or len(calls) < 3:
         t0 = time.perf_counter()
-        g = pygpu.to_gpu_async(host, stream=s)
+        out = start()
         t1 = time.perf_counter()
         s.synchronize()
         t2 = time.perf_counter()
         calls.append(t1 - t0)
         totals.append(t2 - t0)
-        del g
+        del out
     return statistics.median(calls), statistics.median(totals), blocking
 
 
@@ -240,13 +246,14 @@ def scale_report(nbytes=64 * MiB, counts=THREADS, peers=("cupy", "torch"), progr
         lines.append(f"Beside: a 1 MiB to_gpu takes {alone * 1e6:.0f} us alone and {beside * 1e6:.0f} us while "
                      f"another thread moves 1 GiB at a time ({beside / alone:.2f}x), {where}")
     lines.append("")
-    lines.append("Async: to_gpu_async(touched pageable, stream): the call's time over the time until the "
-                 "stream has the data (lower gives the caller more back); that time against a blocking "
-                 "to_gpu's (1.00: as fast)")
-    for n in async_sizes:
-        if progress:
-            progress(f"to_gpu_async of {size_name(n)}")
-        call, total, blocking = async_overlap(n, budget)
-        lines.append(f"  {size_name(n):>8}: call {call * 1e3:.2f} ms of {total * 1e3:.2f} ms ({call / total:.2f}); "
-                     f"to_gpu {blocking * 1e3:.2f} ms ({blocking / total:.2f})")
+    for down, name, blocking_name in ((False, "to_gpu_async(touched pageable, stream)", "to_gpu"),
+                                      (True, "get_async(stream, ary=touched pageable)", "get(ary)")):
+        lines.append(f"Async: {name}: the call's time over the time until the stream has the data (lower "
+                     f"gives the caller more back); that time against a blocking {blocking_name}'s (1.00: as fast)")
+        for n in async_sizes:
+            if progress:
+                progress(f"{name.split('(')[0]} of {size_name(n)}")
+            call, total, blocking = async_overlap(n, budget, down=down)
+            lines.append(f"  {size_name(n):>8}: call {call * 1e3:.2f} ms of {total * 1e3:.2f} ms "
+                         f"({call / total:.2f}); {blocking_name} {blocking * 1e3:.2f} ms ({blocking / total:.2f})")
     return "\n".join(lines)

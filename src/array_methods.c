@@ -78,7 +78,10 @@ PyObject *pygpu_array_get(PyGPUArray *a, PyObject *out, PyObject *stream, int pa
     } else {
         async = 0;
     }
-    pygpu_side host = {PyArray_BYTES((PyArrayObject *)out), PyArray_STRIDES((PyArrayObject *)out), 0, -1, NULL};
+    /* (async: the array is the host memory's owner, kept until a download
+     * in the background has written it) */
+    pygpu_side host = {PyArray_BYTES((PyArrayObject *)out), PyArray_STRIDES((PyArrayObject *)out), 0, -1,
+                       async ? out : NULL};
     if (pygpu_copy(st, host, device_side(a), a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, async) < 0) {
         Py_DECREF(out);
         return NULL;

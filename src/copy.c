@@ -374,7 +374,7 @@ static pygpu_status cross_device(ctx *c, pygpu_side dst, pygpu_side src, int nd,
     return r;
 }
 
-/* A background upload's owner, given back by the reaper (the GIL held). */
+/* A background transfer's owner, given back by the reaper (the GIL held). */
 static void release_owner(void *owner)
 {
     Py_DECREF((PyObject *)owner);
@@ -434,6 +434,8 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
         return -1;
     if (async && dst.on_device && !src.on_device && src.owner)
         c.owner = Py_NewRef(src.owner);
+    else if (async && !dst.on_device && src.on_device && dst.owner)
+        c.owner = Py_NewRef(dst.owner);
     c.ts = PyEval_SaveThread();
     if (cross)      /* done when it returns: the source may be freed at once */
         r = cross_device(&c, dst, src, nd, shape, itemsize);

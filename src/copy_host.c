@@ -276,7 +276,7 @@ static pygpu_status scatter_up(ctx *c, const pygpu_pair *p, char *dst, const cha
  * to the next that fits. */
 enum route {
     ROUTE_NONE,
-    ROUTE_BACKGROUND,       /* up, asynchronous: the device side dense, the host's pageable: in the background */
+    ROUTE_BACKGROUND,       /* asynchronous: the device side dense, the host's pageable: in the background */
     ROUTE_STAGED,           /* the device side dense, the host's pageable: the staging pipeline */
     ROUTE_DMA,              /* the device side dense: one DMA (the host gathering or scattering) */
     ROUTE_RUNTIME,          /* a few wide rows straight between the layouts (cp_runtime_copies) */
@@ -497,6 +497,8 @@ static enum route route_down(ctx *c, const pygpu_pair *p, const geometry *g, ptr
                              view_facts *f, enum route after, const char **why)
 {
     if (pygpu_pair_is_dense(p, 1, itemsize)) {
+        if (after < ROUTE_BACKGROUND && host_stage(h) && c->owner && h->nbytes >= PYGPU_BG_MIN)  /* (async down) */
+            return *why = "asynchronous, dense on the device, pageable on the host", ROUTE_BACKGROUND;
         if (after < ROUTE_STAGED && host_stage(h))
             return *why = "dense on the device, pageable on the host", ROUTE_STAGED;
         return *why = "dense on the device", ROUTE_DMA;
@@ -546,6 +548,16 @@ pygpu_status cp_d2h(ctx *c, const pygpu_pair *p, const geometry *g, char *dst, c
          way = route_down(c, p, g, itemsize, &h, &f, way, &why)) {
         trace_route(0, way, why, nbytes);
         switch (way) {
+        case ROUTE_BACKGROUND:
+            r = pygpu_bg_download(dst, p->strides[0], p->nd, p->shape, itemsize, src, c->s, c->owner, &done);
+            if (done) {
+                c->owner_taken = 1;
+                return note(c, r, "LaunchHostFunc");
+            }
+            if (pygpu_trace_on)
+                fprintf(stderr, "pygpu route: down: not in the background (no cached page-locked block of its "
+                        "size: one is being made for the next); the next way instead\n");
+            break;
         case ROUTE_STAGED:
         case ROUTE_DMA:
             return dense_to_host(c, p, 0, dst, src, itemsize, way == ROUTE_STAGED, host_queue(&h, c->async));

@@ -22,8 +22,8 @@ typedef struct {
     pygpu_queued_fn queued;     /* passed on to staged uploads (see scatter_up) */
     void *queued_arg;
     pygpu_status kernels;       /* why PyGPU's kernels could not run where wanted (0: they could) */
-    PyObject *owner;            /* an async upload's host memory owner (a reference), or NULL */
-    int owner_taken;            /* a background upload took that reference */
+    PyObject *owner;            /* an async transfer's host memory owner (a reference), or NULL */
+    int owner_taken;            /* a background transfer took that reference */
 } ctx;
 
 /* The failing call is named once, by the first failure. */

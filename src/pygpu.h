@@ -304,9 +304,9 @@ int pygpu_descr_supported(PyArray_Descr *d);
 
 /* One side of a copy: where its element [0, ..., 0] is, its strides, and
  * for device memory its device (-1: the current one).  A host side may
- * name its memory's owner: an asynchronous upload from pageable memory
- * can then complete in the background, keeping the owner until it has
- * read the memory. */
+ * name its memory's owner: an asynchronous upload from (download into)
+ * pageable memory can then complete in the background, keeping the owner
+ * until it has read (written) the memory. */
 typedef struct {
     char *ptr;
     const ptrdiff_t *strides;

@@ -1,13 +1,18 @@
-"""Asynchronous uploads from pageable memory that complete in the
-background (src/transfer/background.c): to_gpu_async and set_async of 1 MiB
-or more of pageable memory into a dense device array queue the DMA of each
-chunk behind a gate that the mover thread opens once it has copied that
-chunk into a page-locked block, and return; the stream's later work sees
-the data; the host memory's owner is kept until the upload is over, then
-released; the block goes back to the pinned pool.  On the host backend the
-gates run at once (its streams are done when a call returns), so these
-tests hold the data, the routes and the references; on a GPU the same
-tests also hold the ordering on the stream.
+"""Asynchronous transfers of pageable memory that complete in the
+background (src/transfer/background.c).  Uploads: to_gpu_async and
+set_async of 1 MiB or more of pageable memory into a dense device array
+queue the DMA of each chunk behind a gate that the mover thread opens once
+it has copied that chunk into a page-locked block, and return; the
+stream's later work sees the data; the host memory's owner is kept until
+the upload is over, then released; the block goes back to the pinned pool.
+Downloads: get_async of a dense device array into 1 MiB or more of
+pageable memory queues each chunk's DMA into a page-locked block and an
+event after it, then a host function that holds the stream until the
+lander thread has copied every chunk out, and returns; the destination is
+kept the same way.  On the host backend the gates and host functions run
+at once (its streams are done when a call returns), so these tests hold
+the data, the routes and the references; on a GPU the same tests also
+hold the ordering on the stream.
 """
 import collections
 import gc
@@ -32,6 +37,18 @@ def pageable():
     pygpu.transfer_config(min_bytes=0)
     yield
     pygpu.transfer_config(**saved)
+
+
+@pytest.fixture
+def sigint():
+    """Python's own SIGINT handler while the test runs, so that
+    _thread.interrupt_main raises KeyboardInterrupt: a process started in
+    the background by a shell begins with SIGINT ignored, and then
+    interrupt_main does nothing."""
+    import signal
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
 
 
 def warm(nbytes):
@@ -260,7 +277,7 @@ print("child", os.waitstatus_to_exitcode(status))
     assert proc.stdout.split()[-1] == "0", proc.stdout + proc.stderr
 
 
-def test_an_interrupt_among_uploads_loses_nothing(pageable):
+def test_an_interrupt_among_uploads_loses_nothing(pageable, sigint):
     """KeyboardInterrupt while uploads are going on in the background: the
     uploads already queued complete (the interrupt stops the caller, not
     the mover), every array that a call returned holds its data, and
@@ -304,6 +321,216 @@ def test_threads_at_the_pinned_pool_limit(pageable):
 
     try:
         upload_in_threads(8, 4, lambda k, r: 2 * MiB // 8 + 100 * k + r, limit_kept)
+        wait_for_the_mover()
+    finally:
+        pygpu.set_pinned_pool_limit(saved)
+
+
+# ---- downloads -------------------------------------------------------------------------------
+
+
+def download_layouts(rng, dtype, nbytes):
+    """(device array, host source, empty destination) for C, F, strided
+    and reversed destinations of about nbytes."""
+    out = {}
+    for name, a in host_layouts(rng, dtype, nbytes).items():
+        big = np.zeros((a.shape[0] * 2, a.shape[1] * 2), dtype)
+        dest = {"C": np.zeros_like(a, order="C"), "F": np.zeros_like(a, order="F"),
+                "strided": big[::2, ::2], "reversed": big[::-2, ::-2]}[name]
+        out[name] = (pygpu.to_gpu(a), a, dest)
+    return out
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_async_downloads_arrive_whole(pageable, dtype):
+    """get_async into pageable memory of 1 MiB or more, every destination
+    layout: once the stream is synchronized the array holds NumPy's
+    answer, and work queued on the stream after the call (a fill of the
+    device array) does not reach what came down."""
+    rng = np.random.default_rng(np.dtype(dtype).num + 100)
+    s = pygpu.Stream()
+    for name, (g, a, dest) in download_layouts(rng, dtype, int(rng.integers(1, 5)) * MiB + 8).items():
+        warm(a.nbytes)
+        got = g.get_async(stream=s, ary=dest)
+        g.fill(0, stream=s)
+        s.synchronize()
+        assert got is dest
+        np.testing.assert_array_equal(dest, a, err_msg=name)
+        np.testing.assert_array_equal(g.get(), np.zeros_like(a), err_msg=name)
+
+
+def test_the_download_route_is_named(run_python):
+    """With PYGPU_STAGING_TRACE=1 the route says an async download of 1 MiB
+    or more into pageable memory went in the background once the pool
+    holds a block of its size (the first is staged while the mover
+    page-locks one); a synchronous get never is."""
+    code = """
+import time, numpy as np, pygpu
+pygpu.transfer_config(min_bytes=0)
+s = pygpu.Stream()
+g = pygpu.to_gpu(np.arange(MiB // 8 * 3, dtype=np.float64))
+out = np.zeros(MiB // 8 * 3)
+g.get_async(stream=s, ary=out); s.synchronize()
+end = time.monotonic() + 30
+while pygpu.pinned_pool_stats()["background"] and time.monotonic() < end:
+    time.sleep(0.002)
+out[:] = 0
+g.get_async(stream=s, ary=out); s.synchronize()
+assert (out == np.arange(MiB // 8 * 3)).all()
+g.get(ary=out)
+""".replace("MiB", str(MiB))
+    p = run_python(code, env={"PYGPU_STAGING_TRACE": "1"})
+    downs = [line for line in p.stderr.splitlines() if line.startswith("pygpu route: down ")]
+    assert len(downs) == 4, p.stderr[-2000:]
+    assert p.stderr.count("pygpu route: down: not in the background (no cached page-locked block") == 1
+    assert ": in the background (" in downs[0] and ": staged (" in downs[1], downs[:2]
+    assert ": in the background (" in downs[2], downs[2]
+    assert ": staged (" in downs[3], downs[3]
+
+
+def test_the_destination_is_kept_until_the_download_is_over(pageable):
+    """The caller may drop the destination at once: the download keeps it
+    until the stream has passed it and the next PyGPU call has reaped it,
+    then releases it; a destination kept meanwhile cannot be resized."""
+    s = pygpu.Stream()
+    warm(3 * MiB)
+    g = pygpu.to_gpu(np.arange(3 * MiB // 8, dtype=np.float64))
+    out = np.zeros(3 * MiB // 8)
+    ref = weakref.ref(out)
+    g.get_async(stream=s, ary=out)
+    del out
+    gc.collect()
+    assert ref() is not None, "the download dropped the array it writes"
+    s.synchronize()
+    pygpu.pinned_pool_stats()               # (reaps finished tasks)
+    gc.collect()
+    assert ref() is None, "the destination outlived its download"
+    out = np.zeros(3 * MiB // 8)
+    g.get_async(stream=s, ary=out)
+    with pytest.raises(ValueError, match="referenc"):
+        out.resize(10)
+    s.synchronize()
+    np.testing.assert_array_equal(out, np.arange(3 * MiB // 8, dtype=np.float64))
+
+
+def test_many_downloads_leave_nothing_behind(pageable):
+    """Two hundred background downloads on one stream: every destination
+    holds its data, and once the pool is trimmed no page-locked memory is
+    in use beyond the pool's before and every destination the caller
+    dropped is released."""
+    s = pygpu.Stream()
+    warm(MiB + 8 * 199)
+    pygpu.trim_pinned_pool()
+    before = pygpu.pinned_pool_stats()["in_use"]
+    g = pygpu.to_gpu(np.arange(MiB // 8 + 199, dtype=np.float64))
+    refs, kept = [], []
+    for k in range(200):
+        out = np.zeros(MiB // 8 + k)
+        refs.append(weakref.ref(out))
+        g[: MiB // 8 + k].get_async(stream=s, ary=out)
+        if k % 50 == 0:
+            kept.append((k, out))
+        del out
+    s.synchronize()
+    for k, out in kept:
+        np.testing.assert_array_equal(out, np.arange(MiB // 8 + k, dtype=np.float64))
+    del kept, out
+    wait_for_the_mover()
+    pygpu.trim_pinned_pool()
+    gc.collect()
+    assert pygpu.pinned_pool_stats()["in_use"] <= before
+    assert not [r for r in refs if r() is not None]
+
+
+def test_threads_download_in_the_background_at_once(pageable):
+    """Eight threads, each on its own stream, each downloading arrays of its
+    own in the background (and uploading them first): every one whole, no
+    hang."""
+    errors = []
+
+    def work(k):
+        try:
+            s = pygpu.Stream()
+            rng = np.random.default_rng(k)
+            for r in range(6):
+                a = rng.standard_normal(MiB // 8 + 1000 * k + r)
+                g = pygpu.to_gpu_async(a, stream=s)
+                out = np.empty_like(a)
+                g.get_async(stream=s, ary=out)
+                s.synchronize()
+                np.testing.assert_array_equal(out, a)
+        except BaseException as e:          # (re-raised in the main thread)
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not [t for t in threads if t.is_alive()], "a thread hung"
+    if errors:
+        raise errors[0]
+
+
+def test_exit_with_downloads_in_flight(run_python):
+    """A process that queues background downloads and exits at once (no
+    synchronize) exits cleanly: the lander finishes what it has."""
+    proc = run_python("""
+import numpy as np, pygpu
+pygpu.transfer_config(min_bytes=0)
+s = pygpu.Stream()
+g = pygpu.to_gpu(np.ones(1 << 21))
+keep = [g.get_async(stream=s, ary=np.zeros(1 << 21)) for k in range(8)]
+print("queued")
+""", timeout=120)
+    assert proc.stdout.strip().endswith("queued")
+
+
+def test_an_interrupt_among_downloads_loses_nothing(pageable, sigint):
+    """KeyboardInterrupt while downloads go on in the background: those
+    queued complete, every destination that a call returned holds its
+    data, and nothing stays pending or page-locked in use."""
+    import _thread
+    warm(MiB)
+    s = pygpu.Stream()
+    pygpu.trim_pinned_pool()
+    before = pygpu.pinned_pool_stats()["in_use"]
+    g = pygpu.to_gpu(np.arange(MiB // 8, dtype=np.float64))
+    done = collections.deque(maxlen=20)
+    timer = threading.Timer(0.05, _thread.interrupt_main)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            for _ in range(100000):
+                done.append(g.get_async(stream=s, ary=np.zeros(MiB // 8)))
+    finally:
+        timer.cancel()
+    s.synchronize()
+    assert done, "the interrupt came before any download"
+    for out in done:
+        np.testing.assert_array_equal(out, np.arange(MiB // 8, dtype=np.float64))
+    del done, out
+    wait_for_the_mover()
+    pygpu.trim_pinned_pool()
+    assert pygpu.pinned_pool_stats()["in_use"] <= before
+
+
+def test_downloads_at_the_pinned_pool_limit(pageable):
+    """Downloads while the pinned pool's limit leaves room for no block of
+    their size: each goes another way and arrives whole; nothing is left
+    pending, and the limit is kept."""
+    saved = pygpu.pinned_pool_stats()["limit"]
+    pygpu.trim_pinned_pool()
+    pygpu.set_pinned_pool_limit(MiB)
+    try:
+        s = pygpu.Stream()
+        for k in range(4):
+            a = np.random.default_rng(k).standard_normal(2 * MiB // 8 + k)
+            out = np.empty_like(a)
+            pygpu.to_gpu(a).get_async(stream=s, ary=out)
+            s.synchronize()
+            np.testing.assert_array_equal(out, a)
+            assert pygpu.pinned_pool_stats()["in_use"] <= MiB
         wait_for_the_mover()
     finally:
         pygpu.set_pinned_pool_limit(saved)

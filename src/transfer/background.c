@@ -37,23 +37,31 @@ typedef struct {
 } gate_arg;
 
 struct task {
-    task *next;                 /* in the mover's queue, then in the reaper's list */
+    task *next;                 /* in the mover's (or lander's) queue, then in the reaper's list */
     char *block;                /* the page-locked copy of the host data */
-    const char *host;
+    char *host;
     ptrdiff_t shape[PYGPU_MAXDIMS], strides[PYGPU_MAXDIMS], itemsize;
     int nd, nchunks;
     ptrdiff_t start[BG_CHUNKS + 1];     /* chunk k: elements [start[k], start[k + 1]) */
-    int copied;                 /* chunks in the block (bg_mu) */
+    int copied;                 /* chunks in the block (an upload), or in the host memory (a download) (bg_mu) */
     gate_arg gate[BG_CHUNKS];
     void *owner;
     size_t warm;                /* not an upload: page-lock a block of this size for the pool */
+    /* A download: the event after each chunk's DMA, the chunks queued (the
+     * lander copies out those), the device, and whether the lander is done. */
+    pygpu_event_t ev[BG_CHUNKS];
+    int queued, device, landed;
+    int claimed;                /* who copies it out: 0 not yet known, 1 the lander, 2 the host function (bg_mu) */
 };
 
 static pthread_mutex_t bg_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t copied_cv = PTHREAD_COND_INITIALIZER;    /* a chunk has been copied */
 static pthread_cond_t queued_cv = PTHREAD_COND_INITIALIZER;    /* a task for the mover, or the mover idle */
+static pthread_cond_t land_cv = PTHREAD_COND_INITIALIZER;      /* a task for the lander, or the lander idle */
 static task *queue_head, *queue_tail, *reap_list;
+static task *land_head, *land_tail;     /* downloads, for the lander */
 static int mover_running, mover_busy, exit_wait;
+static int lander_running, lander_busy;
 static size_t warming;          /* the size of the block the mover is asked to page-lock, if any */
 static atomic_int pending, reapable;
 
@@ -86,8 +94,17 @@ static void cut(task *t, ptrdiff_t n)
 static void copy_chunk(task *t, int k, int threads)
 {
     ptrdiff_t e = t->start[k], cnt = t->start[k + 1] - e;
-    pygpu_range_job j = {{t->block + e * t->itemsize, NULL, 0}, {(char *)t->host, t->strides, 0}, t->shape, t->nd,
+    pygpu_range_job j = {{t->block + e * t->itemsize, NULL, 0}, {t->host, t->strides, 0}, t->shape, t->nd,
                          t->itemsize, e, cnt, pygpu_up_stream(cnt * t->itemsize)};
+    pygpu_parallel_range(&j, threads);
+}
+
+/* A download's chunk k from the block into the host memory. */
+static void land_chunk(task *t, int k, int threads)
+{
+    ptrdiff_t e = t->start[k], cnt = t->start[k + 1] - e;
+    pygpu_range_job j = {{t->host, t->strides, 0}, {t->block + e * t->itemsize, NULL, 0}, t->shape, t->nd,
+                         t->itemsize, e, cnt, 0};
     pygpu_parallel_range(&j, threads);
 }
 
@@ -121,6 +138,66 @@ static void copy_task(task *t)
         pthread_mutex_unlock(&bg_mu);
     }
     pygpu_workers_cool();
+}
+
+/* A download's chunks into the host memory: each once its event has
+ * passed where `wait` (the lander), else at once (the host function after
+ * them all, which may make no runtime call).  After a failed DMA nothing
+ * more is copied (the stream holds the error, for its next
+ * synchronization to raise). */
+static void land_task(task *t, int wait)
+{
+    pygpu_transfer_config cfg;
+    pygpu_transfer_config_get(&cfg);
+    int ok = 1;
+    pygpu_workers_heat(cfg.threads - 1);
+    for (int k = 0; ok && k < t->queued; k++) {
+        if (wait && !(ok = pygpu_rt_event_synchronize(t->ev[k]) == 0))
+            break;
+        land_chunk(t, k, cfg.threads);
+        pthread_mutex_lock(&bg_mu);
+        t->copied = k + 1;
+        pthread_mutex_unlock(&bg_mu);
+    }
+    pygpu_workers_cool();
+    if (!ok)
+        (void)pygpu_rt_get_last_error();
+    pthread_mutex_lock(&bg_mu);
+    t->landed = 1;
+    pthread_cond_broadcast(&copied_cv);
+    pthread_mutex_unlock(&bg_mu);
+}
+
+/* The lander: a thread of its own, apart from the mover (it waits for the
+ * device, and an upload's gates must never wait behind that), takes the
+ * downloads in the order they were queued, and copies out each chunk as
+ * soon as its DMA is over.  A download whose host function runs before
+ * the lander has taken it is copied out by that host function instead
+ * (all its DMAs are over by then), so that a host function never waits
+ * for another download's device work: where the runtime runs host
+ * functions on one thread, that could be waiting for a gate queued behind
+ * it. */
+static void *lander_main(void *unused)
+{
+    (void)unused;
+    pthread_mutex_lock(&bg_mu);
+    for (;;) {
+        while (!land_head)
+            pthread_cond_wait(&land_cv, &bg_mu);
+        task *t = land_head;
+        if (!(land_head = t->next))
+            land_tail = NULL;
+        t->claimed = 1;
+        lander_busy = 1;
+        pthread_mutex_unlock(&bg_mu);
+        if (pygpu_rt_set_device(t->device) != 0)  /* (the events need none: only the stream's would do) */
+            (void)pygpu_rt_get_last_error();
+        land_task(t, 1);            /* (t may be over and reaped from here on) */
+        pthread_mutex_lock(&bg_mu);
+        lander_busy = 0;
+        pthread_cond_broadcast(&land_cv);       /* (the wait at exit) */
+    }
+    return NULL;
 }
 
 static void *mover_main(void *unused)
@@ -157,27 +234,32 @@ static void bg_at_exit(void)
     while (mover_running && (queue_head || mover_busy))
         if (pthread_cond_timedwait(&queued_cv, &bg_mu, &until) != 0)
             break;
+    while (lander_running && (land_head || lander_busy))
+        if (pthread_cond_timedwait(&land_cv, &bg_mu, &until) != 0)
+            break;
     pthread_mutex_unlock(&bg_mu);
 }
 
-/* (bg_mu held) 0 if the mover runs. */
-static int mover_ready(void)
+/* (bg_mu held) 0 if the thread running `main` (*running says) runs. */
+static int thread_ready(int *running, void *(*main)(void *))
 {
     pthread_t th;
     pthread_attr_t attr;
-    if (mover_running)
+    if (*running)
         return 0;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int r = pthread_create(&th, &attr, mover_main, NULL);
+    int r = pthread_create(&th, &attr, main, NULL);
     pthread_attr_destroy(&attr);
     if (r != 0)
         return -1;
     if (!exit_wait)
         exit_wait = atexit(bg_at_exit) == 0;
-    mover_running = 1;
+    *running = 1;
     return 0;
 }
+
+static int mover_ready(void) { return thread_ready(&mover_running, mover_main); }
 
 /* (bg_mu held) Hand t to the mover; 0, or -1 if it cannot be started. */
 static int enqueue(task *t)
@@ -190,6 +272,20 @@ static int enqueue(task *t)
         queue_head = t;
     queue_tail = t;
     pthread_cond_broadcast(&queued_cv);
+    return 0;
+}
+
+/* (bg_mu held) Hand download t to the lander; 0, or -1 if it cannot be started. */
+static int enqueue_landing(task *t)
+{
+    if (thread_ready(&lander_running, lander_main) != 0)
+        return -1;
+    if (land_tail)
+        land_tail->next = t;
+    else
+        land_head = t;
+    land_tail = t;
+    pthread_cond_broadcast(&land_cv);
     return 0;
 }
 
@@ -234,31 +330,43 @@ static void finish(void *arg)
     pthread_mutex_unlock(&bg_mu);
 }
 
-pygpu_status pygpu_bg_upload(char *dev, const char *host, const ptrdiff_t *strides, int nd, const ptrdiff_t *shape,
-                             ptrdiff_t itemsize, pygpu_stream_t s, void *owner, int *taken)
+/* A task for host elements [0, n) in C order over shape (strides: the
+ * host layout at `host`) with its block and its chunks; NULL when the
+ * transfer is not for the background (too small, or no cached block fits:
+ * then the mover page-locks one for the next). */
+static task *task_new(char *host, const ptrdiff_t *strides, int nd, const ptrdiff_t *shape, ptrdiff_t itemsize)
 {
     ptrdiff_t n = 1;
-    pygpu_status r = 0;
-    *taken = 0;
     for (int i = 0; i < nd; i++)
         n *= shape[i];
     if (nd > PYGPU_MAXDIMS || (size_t)(n * itemsize) < PYGPU_BG_MIN)
-        return 0;
+        return NULL;
     task *t = calloc(1, sizeof *t);
     if (!t)
-        return 0;
+        return NULL;
     if (!(t->block = pygpu_pinned_take_cached((size_t)(n * itemsize)))) {
         free(t);
         warm_pool((size_t)(n * itemsize));
-        return 0;
+        return NULL;
     }
     t->host = host;
     t->nd = nd;
     t->itemsize = itemsize;
     memcpy(t->shape, shape, (size_t)nd * sizeof *shape);
     memcpy(t->strides, strides, (size_t)nd * sizeof *strides);
-    t->owner = owner;
     cut(t, n);
+    return t;
+}
+
+pygpu_status pygpu_bg_upload(char *dev, const char *host, const ptrdiff_t *strides, int nd, const ptrdiff_t *shape,
+                             ptrdiff_t itemsize, pygpu_stream_t s, void *owner, int *taken)
+{
+    pygpu_status r = 0;
+    task *t = task_new((char *)host, strides, nd, shape, itemsize);
+    *taken = 0;
+    if (!t)
+        return 0;
+    t->owner = owner;
     /* Queued for the mover first: a runtime that runs host functions at
      * once (the host's) runs the first gate before this returns. */
     pthread_mutex_lock(&bg_mu);
@@ -295,6 +403,95 @@ pygpu_status pygpu_bg_upload(char *dev, const char *host, const ptrdiff_t *strid
     return r;
 }
 
+/* After a download's last DMA and event: the stream goes on once the
+ * lander has copied every chunk out (a host function may wait for host
+ * work), and the task is over. */
+static void landed(void *arg)
+{
+    task *t = arg;
+    pthread_mutex_lock(&bg_mu);
+    if (!t->claimed) {              /* still in the lander's queue: out of it, and copied out here */
+        task **at = &land_head, *prev = NULL;
+        while (*at != t) {
+            prev = *at;
+            at = &(*at)->next;
+        }
+        *at = t->next;
+        if (land_tail == t)
+            land_tail = prev;
+        t->claimed = 2;
+        pthread_mutex_unlock(&bg_mu);
+        land_task(t, 0);
+        pthread_mutex_lock(&bg_mu);
+    }
+    while (!t->landed)
+        pthread_cond_wait(&copied_cv, &bg_mu);
+    pthread_mutex_unlock(&bg_mu);
+    finish(t);
+}
+
+/* A download's events, as many as its chunks; 0 if they cannot be had
+ * (those made are destroyed). */
+static int events_made(task *t)
+{
+    for (int k = 0; k < t->nchunks; k++) {
+        if (pygpu_rt_event_create(&t->ev[k], PYGPU_EVENT_DISABLE_TIMING) != 0) {
+            (void)pygpu_rt_get_last_error();
+            while (k-- > 0)
+                (void)pygpu_rt_event_destroy(t->ev[k]);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+pygpu_status pygpu_bg_download(char *host, const ptrdiff_t *strides, int nd, const ptrdiff_t *shape,
+                               ptrdiff_t itemsize, const char *dev, pygpu_stream_t s, void *owner, int *taken)
+{
+    pygpu_status r = 0;
+    task *t = task_new(host, strides, nd, shape, itemsize);
+    *taken = 0;
+    if (!t)
+        return 0;
+    if (pygpu_rt_get_device(&t->device) != 0 || !events_made(t)) {
+        (void)pygpu_rt_get_last_error();
+        pygpu_pinned_give(t->block);
+        free(t);
+        return 0;
+    }
+    t->owner = owner;
+    *taken = 1;
+    atomic_fetch_add(&pending, 1);
+    for (int k = 0; r == 0 && k < t->nchunks; k++) {
+        ptrdiff_t e = t->start[k], bytes = (t->start[k + 1] - e) * itemsize;
+        if ((r = pygpu_rt_memcpy_async(t->block + e * itemsize, dev + e * itemsize, (size_t)bytes, PYGPU_COPY_D2H,
+                                       s)) == 0 &&
+            (r = pygpu_rt_event_record(t->ev[k], s)) == 0)
+            t->queued = k + 1;
+    }
+    /* Queued for the lander before the host function that waits for it (a
+     * runtime that runs host functions at once, the host's, runs it before
+     * this returns). */
+    pthread_mutex_lock(&bg_mu);
+    int handed = enqueue_landing(t) == 0;
+    pthread_mutex_unlock(&bg_mu);
+    if (handed && r == 0 && (r = pygpu_rt_launch_host_func(s, landed, t)) == 0)
+        return 0;
+    /* Else what was queued is waited for and copied out (by the lander, or
+     * here where no lander could be started) before the block goes back;
+     * the caller raises the status, if any. */
+    pygpu_status w = pygpu_rt_stream_synchronize(s);
+    if (r == 0)
+        r = w;
+    if (handed) {
+        landed(t);
+    } else {
+        land_task(t, 1);
+        finish(t);
+    }
+    return r;
+}
+
 void pygpu_bg_reap(void (*release)(void *owner))
 {
     if (!atomic_load(&reapable))
@@ -306,6 +503,8 @@ void pygpu_bg_reap(void (*release)(void *owner))
     pthread_mutex_unlock(&bg_mu);
     while (t) {
         task *next = t->next;
+        for (int k = 0; k < BG_CHUNKS && t->ev[k]; k++)      /* (a download's) */
+            (void)pygpu_rt_event_destroy(t->ev[k]);
         pygpu_pinned_give(t->block);
         if (t->owner)
             release(t->owner);
@@ -328,9 +527,12 @@ static void bg_fork(enum pygpu_fork_phase phase)
     pthread_mutex_init(&bg_mu, NULL);
     pthread_cond_init(&copied_cv, NULL);
     pthread_cond_init(&queued_cv, NULL);
+    pthread_cond_init(&land_cv, NULL);
     queue_head = queue_tail = reap_list = NULL;
+    land_head = land_tail = NULL;
     warming = 0;
     mover_busy = mover_running = 0;            /* (started again when needed) */
+    lander_busy = lander_running = 0;
     atomic_store(&pending, 0);
     atomic_store(&reapable, 0);
 }

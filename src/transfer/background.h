@@ -31,11 +31,26 @@
  * returns, and the task is over. */
 pygpu_status pygpu_bg_upload(char *dev, const char *host, const ptrdiff_t *strides, int nd, const ptrdiff_t *shape,
                              ptrdiff_t itemsize, pygpu_stream_t s, void *owner, int *taken);
+/* The dense device buffer `dev` down into host elements [0, n) in C order
+ * over shape (strides: the host layout) on stream s, in the background:
+ * the call queues each chunk's DMA into a page-locked block and an event
+ * after it, then a host function that holds the stream until the lander
+ * thread has copied every chunk out (each as soon as its event has
+ * passed), and returns; work queued on the stream afterwards, and its
+ * synchronization, see the host memory written.  `owner` (a PyObject
+ * holding the host memory, with a reference the task takes over) is
+ * handed to the reaper once the task is over.  *taken = 0 when the
+ * download is not for the background (as for pygpu_bg_upload: no cached
+ * block fits, or no events could be made), and the caller keeps its
+ * reference.  Else a status: where queuing failed part way, the stream
+ * is waited for before this returns, and the task is over. */
+pygpu_status pygpu_bg_download(char *host, const ptrdiff_t *strides, int nd, const ptrdiff_t *shape,
+                               ptrdiff_t itemsize, const char *dev, pygpu_stream_t s, void *owner, int *taken);
 /* Give back what finished tasks held: their blocks to the pinned pool, and
  * each owner to release(owner) (called with the GIL held). */
 void pygpu_bg_reap(void (*release)(void *owner));
-/* Background tasks not yet over: uploads not yet reaped, and blocks being
- * page-locked for the pool. */
+/* Background tasks not yet over: uploads and downloads not yet reaped,
+ * and blocks being page-locked for the pool. */
 int pygpu_bg_pending(void);
 /* Registers the fork handler and the wait at exit. */
 void pygpu_bg_init(void);

@@ -99,7 +99,7 @@ static PyObject *pinned_pool_stats(PyObject *m, PyObject *unused)
     pygpu_pinned_stats s;
     (void)m;
     (void)unused;
-    pygpu_copy_reap();          /* (finished background uploads' blocks are back) */
+    pygpu_copy_reap();          /* (finished background transfers' blocks are back) */
     pygpu_pinned_stats_get(&s);
     return Py_BuildValue("{s:n,s:n,s:n,s:n,s:n,s:i}", "limit", (Py_ssize_t)s.limit, "in_use", (Py_ssize_t)s.in_use,
                          "cached", (Py_ssize_t)s.cached, "hits", (Py_ssize_t)s.hits, "misses",
@@ -163,7 +163,8 @@ PyMethodDef pygpu_transfer_methods[] = {
      "device; 0: as chunk)."},
     {"pinned_pool_stats", pinned_pool_stats, METH_NOARGS,
      "pinned_pool_stats()\n--\n\n{'limit', 'in_use', 'cached', 'hits', 'misses'} of the pinned pool, and "
-     "'background': asynchronous uploads from pageable memory not yet over (and blocks being page-locked for them)."},
+     "'background': asynchronous uploads from and downloads into pageable memory not yet over (and blocks being "
+     "page-locked for them)."},
     {"set_pinned_pool_limit", set_pinned_pool_limit, METH_O,
      "set_pinned_pool_limit(nbytes, /)\n--\n\nBound the page-locked memory the pool holds."},
     {"trim_pinned_pool", trim_pinned_pool, METH_NOARGS,

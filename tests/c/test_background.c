@@ -1,11 +1,13 @@
 /*
- * test_background.c -- uploads that complete in the background
- * (src/transfer/background.c) over the host runtime, from twelve threads
- * at once: the first upload of a size is declined while the mover
- * page-locks a block of that size, the next is taken; every taken upload
- * delivers its bytes (dense and strided sources); every owner is released
- * exactly once by the reaper; nothing stays pending; once trimmed, no
- * page-locked memory is in use.  Also run under ThreadSanitizer.
+ * test_background.c -- uploads and downloads that complete in the
+ * background (src/transfer/background.c) over the host runtime, from
+ * twelve threads at once (six uploading, six downloading): the first
+ * transfer of a size is declined while the mover page-locks a block of
+ * that size, the next is taken; every taken transfer delivers its bytes
+ * (dense and strided host sides; a download leaves the host elements
+ * outside its view alone); every owner is released exactly once by the
+ * reaper; nothing stays pending; once trimmed, no page-locked memory is in
+ * use.  Also run under ThreadSanitizer.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
@@ -47,9 +49,9 @@ static void reap(void)
 
 static uint64_t seeds[THREADS];
 
-static void *uploader(void *arg)
+static void *mover(void *arg)
 {
-    int me = (int)(long)arg;
+    int me = (int)(long)arg, down = me & 1;
     uint64_t seed = seeds[me];
     for (int r = 0; r < ROUNDS; r++) {
         seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
@@ -58,13 +60,17 @@ static void *uploader(void *arg)
         ptrdiff_t pitch = strided ? 2 * cols : cols, n = rows * cols;
         double *host = malloc((size_t)(rows * pitch) * sizeof *host), *dev = malloc((size_t)n * sizeof *dev);
         for (ptrdiff_t i = 0; i < rows * pitch; i++)
-            host[i] = (double)(i ^ me);
+            host[i] = down ? -1.0 : (double)(i ^ me);
+        for (ptrdiff_t i = 0; down && i < n; i++)
+            dev[i] = (double)(i ^ me);
         ptrdiff_t shape[2] = {rows, cols}, strides[2] = {pitch * 8, strided ? 16 : 8};
         int taken = 0;
         for (int attempt = 0; attempt < 2000 && !taken; attempt++) {
             int *owner = &owners[(me * ROUNDS + r) * 2 + (attempt > 0)];
-            pygpu_status s = pygpu_bg_upload((char *)dev, (const char *)host, strides, 2, shape, 8, PYGPU_STREAM_NULL,
-                                             owner, &taken);
+            pygpu_status s = down ? pygpu_bg_download((char *)host, strides, 2, shape, 8, (const char *)dev,
+                                                      PYGPU_STREAM_NULL, owner, &taken)
+                                  : pygpu_bg_upload((char *)dev, (const char *)host, strides, 2, shape, 8,
+                                                    PYGPU_STREAM_NULL, owner, &taken);
             if (s != 0)
                 atomic_fetch_add(&wrong, 1);
             if (!taken) {
@@ -80,7 +86,8 @@ static void *uploader(void *arg)
             /* (the host runtime runs the stream's work as it is queued: the bytes are there) */
             for (ptrdiff_t i = 0; i < rows; i++)
                 for (ptrdiff_t j = 0; j < cols; j++)
-                    if (dev[i * cols + j] != host[i * pitch + j * (strided ? 2 : 1)]) {
+                    if (dev[i * cols + j] != host[i * pitch + j * (strided ? 2 : 1)] ||
+                        (down && strided && host[i * pitch + 2 * j + 1] != -1.0)) {
                         atomic_fetch_add(&wrong, 1);
                         i = rows;
                         break;
@@ -102,7 +109,7 @@ int main(void)
     for (int i = 0; i < THREADS; i++)
         seeds[i] = (uint64_t)rng_range(1, (long long)1 << 40);   /* (xorshift's state must not be 0) */
     for (long i = 0; i < THREADS; i++)
-        CHECK(pthread_create(&t[i], NULL, uploader, (void *)i) == 0);
+        CHECK(pthread_create(&t[i], NULL, mover, (void *)i) == 0);
     for (int i = 0; i < THREADS; i++)
         pthread_join(t[i], NULL);
     for (int i = 0; i < 5000 && pygpu_bg_pending() > 0; i++) {      /* (blocks still being page-locked) */
