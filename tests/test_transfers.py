@@ -347,6 +347,57 @@ def test_downloads_into_fresh_or_partly_touched_memory(chunk, depth):
         pygpu.transfer_config(**saved)
 
 
+def vm_flags(addr, nbytes):
+    """The VmFlags of the mappings over [addr, addr + nbytes), from
+    /proc/self/smaps."""
+    import re
+    flags, inside = [], False
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            m = re.match(r"([0-9a-f]+)-([0-9a-f]+) ", line)
+            if m:
+                lo, hi = int(m.group(1), 16), int(m.group(2), 16)
+                inside = lo < addr + nbytes and hi > addr
+            elif inside and line.startswith("VmFlags:"):
+                flags.append(line.split()[1:])
+    return flags
+
+
+def test_fresh_destinations_are_given_huge_pages():
+    """A download into a fresh mapping that NumPy did not make (so no
+    advice of its own) asks for huge pages over its 2 MiB-aligned interior
+    before the workers fault it in: the mappings there carry the kernel's
+    `hg` flag, and the bytes are right."""
+    import mmap
+    import os
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            thp = f.read()
+    except OSError:
+        pytest.skip("no transparent huge pages here")
+    if "[never]" in thp or not os.path.exists("/proc/self/smaps"):
+        pytest.skip("transparent huge pages are off")
+    saved = pygpu.transfer_config()
+    pygpu.transfer_config(min_bytes=0)
+    n = 40 << 20
+    m = mmap.mmap(-1, n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    try:
+        src = np.random.default_rng(5).integers(0, 255, n, dtype=np.uint8)
+        out = np.frombuffer(m, np.uint8)
+        addr = out.ctypes.data
+        assert not [f for f in vm_flags(addr, n) if "hg" in f]      # (before: no advice)
+        pygpu.to_gpu(src).get(ary=out)
+        np.testing.assert_array_equal(out, src)
+        lo = (addr + (2 << 20) - 1) & ~((2 << 20) - 1)
+        hi = (addr + n) & ~((2 << 20) - 1)
+        inner = vm_flags(lo, hi - lo)
+        assert inner and all("hg" in f for f in inner), inner
+        del out
+    finally:
+        pygpu.transfer_config(**saved)
+        m.close()
+
+
 DEFAULT_THRESHOLD_SCRIPT = r"""
 import json, numpy as np, pygpu
 small, mid, big = (np.arange(n, dtype=np.float64) for n in (2048, 4096, 1 << 17))    # 16 KiB, 32 KiB, 1 MiB

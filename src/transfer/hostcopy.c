@@ -224,14 +224,16 @@ int pygpu_looks_fresh(const void *p, size_t n)
 
 /* Ask for huge pages over the 2 MiB-aligned interior of [lo, lo + n): a
  * fault there then gets 2 MiB at once, where 4 KiB pages cost the kernel a
- * fault each (the CI machine, one thread populating 256 MiB: 1.7-2.0 GB/s
- * in 4 KiB pages, 7.0-7.5 in huge ones; docs/performance.md, fresh
- * destinations).  Where the kernel has transparent huge pages off, or
- * none to give, the faults are those of small pages, as before. */
+ * fault each (one thread populating 256 MiB of a private mapping: on the
+ * CI machine 1.7-2.4 GB/s in 4 KiB pages, 6.6-8.5 in huge ones; on the
+ * H100 host 3.0-4.1 and 4.7-8.3; docs/performance.md, fresh
+ * destinations).  Where the kernel has transparent huge pages off, or none
+ * to give, the faults are those of small pages, as before. */
 static void want_huge_pages(char *lo, size_t n)
 {
 #ifdef MADV_HUGEPAGE
-    uintptr_t a = ((uintptr_t)lo + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE, b = ((uintptr_t)lo + n) / HUGE_PAGE * HUGE_PAGE;
+    uintptr_t a = ((uintptr_t)lo + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    uintptr_t b = ((uintptr_t)lo + n) / HUGE_PAGE * HUGE_PAGE;
     if (b > a)
         (void)madvise((void *)a, b - a, MADV_HUGEPAGE);
 #else
