@@ -301,6 +301,19 @@ static void trace_route(int up, enum route r, const char *why, size_t nbytes)
         fprintf(stderr, "pygpu route: %s %zu B: %s (%s)\n", up ? "up" : "down", nbytes, route_names[r], why);
 }
 
+/* Whether the background took a copy (`done`), and with it the owner's
+ * reference; if not, the trace says so (no cached page-locked block of
+ * its size, one is being made for the next) and the next way goes. */
+static int background_took(ctx *c, int up, int done)
+{
+    if (done)
+        c->owner_taken = 1;
+    else if (pygpu_trace_on)
+        fprintf(stderr, "pygpu route: %s: not in the background (no cached page-locked block of its size: one is "
+                "being made for the next); the next way instead\n", up ? "up" : "down");
+    return done;
+}
+
 /* The way up for host layout 1 of `p` into device layout 0, after `after`
  * (ROUTE_NONE: the first choice); *why says why. */
 static enum route route_up(ctx *c, const pygpu_pair *p, const geometry *g, ptrdiff_t itemsize, host_side *h,
@@ -343,13 +356,8 @@ pygpu_status cp_h2d(ctx *c, const pygpu_pair *p, const geometry *g, char *dst, c
         switch (way) {
         case ROUTE_BACKGROUND:
             r = pygpu_bg_upload(dst, src, p->strides[1], p->nd, p->shape, itemsize, c->s, c->owner, &done);
-            if (done) {
-                c->owner_taken = 1;
+            if (background_took(c, 1, done))
                 return note(c, r, "LaunchHostFunc");
-            }
-            if (pygpu_trace_on)
-                fprintf(stderr, "pygpu route: up: not in the background (no cached page-locked block of its size: "
-                        "one is being made for the next); the next way instead\n");
             break;
         case ROUTE_STAGED:
         case ROUTE_DMA:
@@ -550,13 +558,8 @@ pygpu_status cp_d2h(ctx *c, const pygpu_pair *p, const geometry *g, char *dst, c
         switch (way) {
         case ROUTE_BACKGROUND:
             r = pygpu_bg_download(dst, p->strides[0], p->nd, p->shape, itemsize, src, c->s, c->owner, &done);
-            if (done) {
-                c->owner_taken = 1;
+            if (background_took(c, 0, done))
                 return note(c, r, "LaunchHostFunc");
-            }
-            if (pygpu_trace_on)
-                fprintf(stderr, "pygpu route: down: not in the background (no cached page-locked block of its "
-                        "size: one is being made for the next); the next way instead\n");
             break;
         case ROUTE_STAGED:
         case ROUTE_DMA:

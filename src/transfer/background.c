@@ -43,7 +43,7 @@ struct task {
     ptrdiff_t shape[PYGPU_MAXDIMS], strides[PYGPU_MAXDIMS], itemsize;
     int nd, nchunks;
     ptrdiff_t start[BG_CHUNKS + 1];     /* chunk k: elements [start[k], start[k + 1]) */
-    int copied;                 /* chunks in the block (an upload), or in the host memory (a download) (bg_mu) */
+    int copied;                 /* an upload's chunks in the block (bg_mu) */
     gate_arg gate[BG_CHUNKS];
     void *owner;
     size_t warm;                /* not an upload: page-lock a block of this size for the pool */
@@ -51,17 +51,28 @@ struct task {
      * lander copies out those), the device, and whether the lander is done. */
     pygpu_event_t ev[BG_CHUNKS];
     int queued, device, landed;
-    int claimed;                /* who copies it out: 0 not yet known, 1 the lander, 2 the host function (bg_mu) */
+    int claimed;                /* taken by its thread (bg_mu); a download's host function may take it first */
 };
 
 static pthread_mutex_t bg_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t copied_cv = PTHREAD_COND_INITIALIZER;    /* a chunk has been copied */
-static pthread_cond_t queued_cv = PTHREAD_COND_INITIALIZER;    /* a task for the mover, or the mover idle */
-static pthread_cond_t land_cv = PTHREAD_COND_INITIALIZER;      /* a task for the lander, or the lander idle */
-static task *queue_head, *queue_tail, *reap_list;
-static task *land_head, *land_tail;     /* downloads, for the lander */
-static int mover_running, mover_busy, exit_wait;
-static int lander_running, lander_busy;
+static pthread_cond_t copied_cv = PTHREAD_COND_INITIALIZER;    /* an upload's chunk copied, or a download landed */
+static task *reap_list;
+static int exit_wait;
+
+/* A thread of the background (the mover, the lander) and its queue of
+ * tasks, taken in order (bg_mu). */
+typedef struct {
+    task *head, *tail;
+    pthread_cond_t cv;          /* a task for it, or it idle */
+    int running, busy;
+    void (*run)(task *t);       /* what it does with a task, without bg_mu */
+} bg_thread;
+
+static void mover_run(task *t);
+static void lander_run(task *t);
+static bg_thread mover = {NULL, NULL, PTHREAD_COND_INITIALIZER, 0, 0, mover_run};
+static bg_thread lander = {NULL, NULL, PTHREAD_COND_INITIALIZER, 0, 0, lander_run};
+static bg_thread *const bg_threads[] = {&mover, &lander};
 static size_t warming;          /* the size of the block the mover is asked to page-lock, if any */
 static atomic_int pending, reapable;
 
@@ -155,9 +166,6 @@ static void land_task(task *t, int wait)
         if (wait && !(ok = pygpu_rt_event_synchronize(t->ev[k]) == 0))
             break;
         land_chunk(t, k, cfg.threads);
-        pthread_mutex_lock(&bg_mu);
-        t->copied = k + 1;
-        pthread_mutex_unlock(&bg_mu);
     }
     pygpu_workers_cool();
     if (!ok)
@@ -177,125 +185,94 @@ static void land_task(task *t, int wait)
  * for another download's device work: where the runtime runs host
  * functions on one thread, that could be waiting for a gate queued behind
  * it. */
-static void *lander_main(void *unused)
-{
-    int on_device = 0;
-    (void)unused;
-    pthread_mutex_lock(&bg_mu);
-    for (;;) {
-        while (!land_head)
-            pthread_cond_wait(&land_cv, &bg_mu);
-        task *t = land_head;
-        if (!(land_head = t->next))
-            land_tail = NULL;
-        t->claimed = 1;
-        lander_busy = 1;
-        pthread_mutex_unlock(&bg_mu);
-        /* On the download's device (a new thread is on device 0), set only
-         * where it differs: the one CI failure of the lander was
-         * LeakSanitizer's check crashing at exit ("Tracer caught signal
-         * 11"), which tools/asan.sh ties to thread-local variables set in
-         * threads of a dlopen'ed library, and setting the device sets one. */
-        if (t->device != on_device) {
-            if (pygpu_rt_set_device(t->device) == 0)
-                on_device = t->device;
-            else
-                (void)pygpu_rt_get_last_error();
-        }
-        land_task(t, 1);            /* (t may be over and reaped from here on) */
-        pthread_mutex_lock(&bg_mu);
-        lander_busy = 0;
-        pthread_cond_broadcast(&land_cv);       /* (the wait at exit) */
-    }
-    return NULL;
-}
+static int lander_device;       /* the lander's current device (a new thread is on device 0) */
 
-static void *mover_main(void *unused)
+static void lander_run(task *t)
 {
-    (void)unused;
-    pthread_mutex_lock(&bg_mu);
-    for (;;) {
-        while (!queue_head)
-            pthread_cond_wait(&queued_cv, &bg_mu);
-        task *t = queue_head;
-        if (!(queue_head = t->next))
-            queue_tail = NULL;
-        mover_busy = 1;
-        pthread_mutex_unlock(&bg_mu);
-        if (t->warm)
-            warm_block(t);
+    /* On the download's device, set only where it differs: the one CI
+     * failure of the lander was LeakSanitizer's check crashing at exit
+     * ("Tracer caught signal 11"), which tools/asan.sh ties to
+     * thread-local variables set in threads of a dlopen'ed library, and
+     * setting the device sets one. */
+    if (t->device != lander_device) {
+        if (pygpu_rt_set_device(t->device) == 0)
+            lander_device = t->device;
         else
-            copy_task(t);
+            (void)pygpu_rt_get_last_error();
+    }
+    land_task(t, 1);
+}
+
+static void mover_run(task *t)
+{
+    if (t->warm)
+        warm_block(t);
+    else
+        copy_task(t);
+}
+
+/* A background thread: its tasks in order.  A task taken is marked
+ * claimed (a download's host function then leaves it to the lander). */
+static void *thread_main(void *arg)
+{
+    bg_thread *b = arg;
+    pthread_mutex_lock(&bg_mu);
+    for (;;) {
+        while (!b->head)
+            pthread_cond_wait(&b->cv, &bg_mu);
+        task *t = b->head;
+        if (!(b->head = t->next))
+            b->tail = NULL;
+        t->claimed = 1;
+        b->busy = 1;
+        pthread_mutex_unlock(&bg_mu);
+        b->run(t);                  /* (t may be over and reaped from here on) */
         pthread_mutex_lock(&bg_mu);
-        mover_busy = 0;
-        pthread_cond_broadcast(&queued_cv);     /* (the wait at exit) */
+        b->busy = 0;
+        pthread_cond_broadcast(&b->cv);         /* (the wait at exit) */
     }
     return NULL;
 }
 
-/* At exit, the mover finishes what it has (gates still waiting on a
- * stream would keep the runtime's teardown waiting); a few seconds at most. */
+/* At exit, the mover and the lander finish what they have (gates and
+ * host functions still waiting on a stream would keep the runtime's
+ * teardown waiting); a few seconds at most. */
 static void bg_at_exit(void)
 {
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += 5;
     pthread_mutex_lock(&bg_mu);
-    while (mover_running && (queue_head || mover_busy))
-        if (pthread_cond_timedwait(&queued_cv, &bg_mu, &until) != 0)
-            break;
-    while (lander_running && (land_head || lander_busy))
-        if (pthread_cond_timedwait(&land_cv, &bg_mu, &until) != 0)
-            break;
+    for (int i = 0; i < 2; i++)
+        while (bg_threads[i]->running && (bg_threads[i]->head || bg_threads[i]->busy))
+            if (pthread_cond_timedwait(&bg_threads[i]->cv, &bg_mu, &until) != 0)
+                break;
     pthread_mutex_unlock(&bg_mu);
 }
 
-/* (bg_mu held) 0 if the thread running `main` (*running says) runs. */
-static int thread_ready(int *running, void *(*main)(void *))
+/* (bg_mu held) Hand t to thread b, started if need be; 0, or -1 if it
+ * cannot be started. */
+static int enqueue(bg_thread *b, task *t)
 {
-    pthread_t th;
-    pthread_attr_t attr;
-    if (*running)
-        return 0;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int r = pthread_create(&th, &attr, main, NULL);
-    pthread_attr_destroy(&attr);
-    if (r != 0)
-        return -1;
-    if (!exit_wait)
-        exit_wait = atexit(bg_at_exit) == 0;
-    *running = 1;
-    return 0;
-}
-
-static int mover_ready(void) { return thread_ready(&mover_running, mover_main); }
-
-/* (bg_mu held) Hand t to the mover; 0, or -1 if it cannot be started. */
-static int enqueue(task *t)
-{
-    if (mover_ready() != 0)
-        return -1;
-    if (queue_tail)
-        queue_tail->next = t;
+    if (!b->running) {
+        pthread_t th;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        int r = pthread_create(&th, &attr, thread_main, b);
+        pthread_attr_destroy(&attr);
+        if (r != 0)
+            return -1;
+        if (!exit_wait)
+            exit_wait = atexit(bg_at_exit) == 0;
+        b->running = 1;
+    }
+    if (b->tail)
+        b->tail->next = t;
     else
-        queue_head = t;
-    queue_tail = t;
-    pthread_cond_broadcast(&queued_cv);
-    return 0;
-}
-
-/* (bg_mu held) Hand download t to the lander; 0, or -1 if it cannot be started. */
-static int enqueue_landing(task *t)
-{
-    if (thread_ready(&lander_running, lander_main) != 0)
-        return -1;
-    if (land_tail)
-        land_tail->next = t;
-    else
-        land_head = t;
-    land_tail = t;
-    pthread_cond_broadcast(&land_cv);
+        b->head = t;
+    b->tail = t;
+    pthread_cond_broadcast(&b->cv);
     return 0;
 }
 
@@ -309,7 +286,7 @@ static void warm_pool(size_t bytes)
         return;
     w->warm = bytes;
     pthread_mutex_lock(&bg_mu);
-    if (warming == bytes || enqueue(w) != 0) {     /* (asked already: the uploads meanwhile are not) */
+    if (warming == bytes || enqueue(&mover, w) != 0) {     /* (asked already: the uploads meanwhile are not) */
         free(w);
     } else {
         warming = bytes;
@@ -380,7 +357,7 @@ pygpu_status pygpu_bg_upload(char *dev, const char *host, const ptrdiff_t *strid
     /* Queued for the mover first: a runtime that runs host functions at
      * once (the host's) runs the first gate before this returns. */
     pthread_mutex_lock(&bg_mu);
-    if (enqueue(t) != 0) {
+    if (enqueue(&mover, t) != 0) {
         pthread_mutex_unlock(&bg_mu);
         pygpu_pinned_give(t->block);
         free(t);
@@ -421,15 +398,15 @@ static void landed(void *arg)
     task *t = arg;
     pthread_mutex_lock(&bg_mu);
     if (!t->claimed) {              /* still in the lander's queue: out of it, and copied out here */
-        task **at = &land_head, *prev = NULL;
+        task **at = &lander.head, *prev = NULL;
         while (*at != t) {
             prev = *at;
             at = &(*at)->next;
         }
         *at = t->next;
-        if (land_tail == t)
-            land_tail = prev;
-        t->claimed = 2;
+        if (lander.tail == t)
+            lander.tail = prev;
+        t->claimed = 1;
         pthread_mutex_unlock(&bg_mu);
         land_task(t, 0);
         pthread_mutex_lock(&bg_mu);
@@ -483,7 +460,7 @@ pygpu_status pygpu_bg_download(char *host, const ptrdiff_t *strides, int nd, con
      * runtime that runs host functions at once, the host's, runs it before
      * this returns). */
     pthread_mutex_lock(&bg_mu);
-    int handed = enqueue_landing(t) == 0;
+    int handed = enqueue(&lander, t) == 0;
     pthread_mutex_unlock(&bg_mu);
     if (handed && r == 0 && (r = pygpu_rt_launch_host_func(s, landed, t)) == 0)
         return 0;
@@ -536,13 +513,15 @@ static void bg_fork(enum pygpu_fork_phase phase)
         return;
     pthread_mutex_init(&bg_mu, NULL);
     pthread_cond_init(&copied_cv, NULL);
-    pthread_cond_init(&queued_cv, NULL);
-    pthread_cond_init(&land_cv, NULL);
-    queue_head = queue_tail = reap_list = NULL;
-    land_head = land_tail = NULL;
+    reap_list = NULL;
     warming = 0;
-    mover_busy = mover_running = 0;            /* (started again when needed) */
-    lander_busy = lander_running = 0;
+    for (int i = 0; i < 2; i++) {
+        bg_thread *b = bg_threads[i];
+        pthread_cond_init(&b->cv, NULL);
+        b->head = b->tail = NULL;
+        b->busy = b->running = 0;           /* (started again when needed) */
+    }
+    lander_device = 0;
     atomic_store(&pending, 0);
     atomic_store(&reapable, 0);
 }
