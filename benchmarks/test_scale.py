@@ -75,3 +75,18 @@ def test_async_gives_time_back(benchmark, nbytes, down):
     benchmark.extra_info["call share"] = round(call / total, 3)
     benchmark.extra_info["blocking ms"] = round(blocking * 1e3, 3)
     benchmark.extra_info["blocking over total"] = round(blocking / total, 3)
+
+
+def test_devices_at_once(benchmark):
+    """One thread per device, each moving SIZE bytes of touched pageable
+    memory to (from) its own device, all at once: each device's GB/s
+    against raw pinned to that device alone (target: each at least 0.8)."""
+    if pygpu.device_count() < 2:
+        pytest.skip("needs two devices")
+    seen = []
+    benchmark.pedantic(lambda: seen.append(bench_scale.devices_at_once(SIZE, budget=0.3)), rounds=1, iterations=1)
+    for d, rows in seen[0].items():
+        for k, (raw_alone, _, _, together) in enumerate(rows):
+            benchmark.extra_info[f"{d} device {k} at once GB/s"] = round(together, 2)
+            if raw_alone:
+                benchmark.extra_info[f"{d} device {k} ratio to its link"] = round(together / raw_alone, 3)

@@ -12,6 +12,10 @@ asynchronous call gives back.
     async     to_gpu_async of pageable memory on a stream: the call's time
               over the time until the stream has the data (1.0: the call
               gave nothing back; the rest is the caller's to use).
+    devices   with two devices or more: one thread per device, each moving
+              touched pageable memory to (from) its own device, alone and
+              all at once: each device's GB/s against raw pinned
+              cudaMemcpy to (from) that device alone (its own link).
 """
 import statistics
 import threading
@@ -91,10 +95,13 @@ def thread_case(lib, direction, nbytes):
     return setup
 
 
-def aggregate(setup, nthreads, nbytes, budget=0.5):
+def aggregate(setup, nthreads, nbytes, budget=0.5, each=False):
     """Aggregate GB/s of `nthreads` threads each calling its own setup()'s
-    fn in a loop for about `budget` seconds, started together."""
-    made = [setup() for _ in range(nthreads)]
+    fn in a loop for about `budget` seconds, started together.  `setup` may
+    be a list, one for each thread; with `each`, the list of every
+    thread's GB/s instead of their sum."""
+    setups = setup if isinstance(setup, (list, tuple)) else [setup] * nthreads
+    made = [make() for make in setups]
     for fn, _ in made:
         fn()                                    # warm-up: pools, page faults
     # and together, as they will run: each thread's staging lane is made in
@@ -132,7 +139,8 @@ def aggregate(setup, nthreads, nbytes, budget=0.5):
     elapsed = time.perf_counter() - clock[0]
     if errors:
         raise errors[0]
-    return sum(counts) * nbytes / elapsed / 1e9
+    rates = [c * nbytes / elapsed / 1e9 for c in counts]
+    return rates if each else sum(rates)
 
 
 def measure_threads(nbytes=64 * MiB, counts=THREADS, peers=("cupy", "torch"), progress=None, budget=0.5):
@@ -234,6 +242,60 @@ def async_overlap(nbytes, budget=0.5, down=False):
     return statistics.median(calls), statistics.median(totals), blocking
 
 
+def on_device(dev, setup):
+    """setup, made and run with device `dev` current (in whichever thread)."""
+    def made():
+        with pygpu.Device(dev):
+            fn, keep = setup()
+
+        def run():
+            with pygpu.Device(dev):
+                fn()
+        return run, keep
+    return made
+
+
+def devices_at_once(nbytes=64 * MiB, budget=0.5):
+    """{direction: [(raw alone, raw together, pygpu alone, pygpu together)
+    GB/s for each device]}: one thread per device, each moving `nbytes`
+    of touched pageable memory (pygpu) or page-locked memory (raw
+    cudaMemcpy, where it can be called) to (from) its own device, first
+    each device alone, then all at once."""
+    ndev, raw, results = pygpu.device_count(), RawCuda(), {}
+    for d in ("H2D", "D2H"):
+        rows = [[] for _ in range(ndev)]
+        for lib in ("raw", "pygpu"):
+            if lib == "raw" and not raw.available():
+                for row in rows:
+                    row += [None, None]
+                continue
+            made = (lambda: raw.case(d, nbytes)) if lib == "raw" else thread_case("pygpu", d, nbytes)
+            setups = [on_device(k, made) for k in range(ndev)]
+            alone = [aggregate(setups[k], 1, nbytes, budget) for k in range(ndev)]
+            together = aggregate(setups, ndev, nbytes, budget, each=True)
+            for k in range(ndev):
+                rows[k] += [alone[k], together[k]]
+        results[d] = [tuple(row) for row in rows]
+    return results
+
+
+def at_once_table(results, nbytes):
+    names = {"H2D": "to_gpu", "D2H": "get(ary)"}
+    lines = [f"Devices at once: one thread per device, each moving {size_name(nbytes)} of touched pageable "
+             "memory to (from) its own device; GB/s alone and all at once (ratio to raw pinned to that device "
+             "alone: its own link)"]
+    head = f"{'case':<10}{'device':>7}{'raw alone':>12}{'raw at once':>13}{'pygpu alone':>16}{'pygpu at once':>16}"
+    lines += [head, "-" * len(head)]
+
+    def cell(v, link, w):
+        return f"{(f'{v:.1f}' if v else '-') + (f' ({v / link:.2f})' if v and link else ''):>{w}}"
+    for d, rows in results.items():
+        for k, (raw1, rawn, mine1, minen) in enumerate(rows):
+            lines.append(f"{names[d]:<10}{k:>7}{cell(raw1, None, 12)}{cell(rawn, raw1, 13)}"
+                         f"{cell(mine1, raw1, 16)}{cell(minen, raw1, 16)}")
+    return "\n".join(lines)
+
+
 def scale_report(nbytes=64 * MiB, counts=THREADS, peers=("cupy", "torch"), progress=None, budget=0.5,
                  async_sizes=(16 * MiB, 64 * MiB, 256 * MiB)):
     """The --scale report, as text."""
@@ -256,4 +318,8 @@ def scale_report(nbytes=64 * MiB, counts=THREADS, peers=("cupy", "torch"), progr
             call, total, blocking = async_overlap(n, budget, down=down)
             lines.append(f"  {size_name(n):>8}: call {call * 1e3:.2f} ms of {total * 1e3:.2f} ms "
                          f"({call / total:.2f}); {blocking_name} {blocking * 1e3:.2f} ms ({blocking / total:.2f})")
+    if pygpu.device_count() >= 2:
+        if progress:
+            progress(f"{pygpu.device_count()} devices at once")
+        lines += ["", at_once_table(devices_at_once(nbytes, budget), nbytes)]
     return "\n".join(lines)

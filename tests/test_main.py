@@ -126,3 +126,31 @@ def test_scale_aggregate_failure_in_warm_up_raises_without_hanging(monkeypatch):
     t.join(30)
     assert not t.is_alive(), "bench_scale.aggregate hung after a failed warm-up"
     assert len(seen) == 1 and isinstance(seen[0], RuntimeError) and "warm-up" in str(seen[0])
+
+
+def test_scale_devices_at_once_runs_each_thread_on_its_own_device():
+    """bench_scale's devices case: each thread's setup and transfers run
+    with its own device current, aggregate(each=True) gives one rate per
+    thread, and the table has a row per device and direction."""
+    from pygpu import bench_scale
+    if pygpu.device_count() < 2:
+        pytest.skip("needs two devices (the host backend presents two in the suite)")
+    seen = []
+
+    def setup():
+        made_on = pygpu.get_device()
+
+        def fn():
+            seen.append((made_on, pygpu.get_device()))
+        return fn, None
+    rates = bench_scale.aggregate([bench_scale.on_device(k, setup) for k in (1, 0)], 2, 1, budget=0.05, each=True)
+    assert len(rates) == 2 and all(r > 0 for r in rates)
+    assert set(seen) == {(1, 1), (0, 0)}
+    assert pygpu.get_device() == 0
+    res = bench_scale.devices_at_once(1 << 16, budget=0.02)
+    assert set(res) == {"H2D", "D2H"}
+    for rows in res.values():
+        assert len(rows) == pygpu.device_count()
+        assert all(r[2] > 0 and r[3] > 0 for r in rows)
+    text = bench_scale.at_once_table(res, 1 << 16)
+    assert text.count("to_gpu ") == pygpu.device_count() and text.count("get(ary) ") == pygpu.device_count()

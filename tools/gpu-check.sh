@@ -5,7 +5,8 @@
 #   bash tools/gpu-check.sh tests      build + tests only (GPU_CHECK_STAGED=0: not the staged variant;
 #                                      GPU_CHECK_HOST=0: not the host suite)
 #   bash tools/gpu-check.sh bench      build + everything but the tests
-#   bash tools/gpu-check.sh devices    build + the multi-device and MPI tests + bench --devices
+#   bash tools/gpu-check.sh devices    build + the multi-device and MPI tests + bench --devices + every
+#                                      device transferring at once (bench_scale.devices_at_once), 2 rounds
 #   bash tools/gpu-check.sh copies     build + the tests of copies on the device + bench --copies
 #   bash tools/gpu-check.sh wheel      no build: the wheel carried in .wheels/ (built here with the CUDA
 #                                      runtime from PyPI, see .ci/run) installed into a fresh venv, the
@@ -90,6 +91,10 @@ devices() {
     if [ "$ngpu" -ge 2 ]; then
         nvidia-smi topo -m 2>/dev/null | head -5
         python3 -m pygpu.bench --devices 2>/dev/null | tee "$OUT/bench-devices.txt"
+        for round in 1 2; do
+            python3 -c "from pygpu import bench_scale as b; print(b.at_once_table(b.devices_at_once(), 64 << 20))" \
+                2>/dev/null | tee -a "$OUT/bench-devices-at-once.txt"
+        done
     fi
 }
 if [ "$what" = ab ]; then
