@@ -134,11 +134,11 @@ static void range_part(void *arg, int k, int n)
 {
     pygpu_range_job *j = arg;
     ptrdiff_t per = (j->count + n - 1) / n, a = per * k, b = a + per > j->count ? j->count : a + per;
-    PYGPU_TRACE_PART(k, 0);
+    PYGPU_TRACE_PART(k, n, 0);
     if (a < b)
         range_copy(advance(j->dst, a, j->itemsize), advance(j->src, a, j->itemsize), j->nd, j->shape,
                    j->itemsize, j->start + a, b - a, j->stream);
-    PYGPU_TRACE_PART(k, 1);
+    PYGPU_TRACE_PART(k, n, 1);
 }
 
 pygpu_job pygpu_range_start(pygpu_range_job *j, int threads)

@@ -39,6 +39,7 @@ static struct {
 } trace;
 static long long part_t[MAX_PARTS][2];  /* when each part of the last job started and ended */
 static int part_cpu[MAX_PARTS];
+static int part_n;              /* the last job's parts */
 static pygpu_event_t dma[PYGPU_TRACE_DMA_MAX + 1];
 static int dma_n;
 static const char *name;
@@ -59,8 +60,9 @@ void pygpu_trace_init(void)
     pygpu_trace_on = e && strcmp(e, "0") != 0;
 }
 
-void pygpu_trace_part(int k, int end)
+void pygpu_trace_part(int k, int n, int end)
 {
+    part_n = n;
     if (k < MAX_PARTS) {
         part_t[k][end] = now_ns();
         if (!end)
@@ -68,13 +70,11 @@ void pygpu_trace_part(int k, int end)
     }
 }
 
-/* The parts of the host copy of `bytes` just done, into v. */
-static void note_parts(trace_event *v, size_t bytes)
+/* The parts of the host copy just done, into v. */
+static void note_parts(trace_event *v)
 {
     int seen[1024] = {0};
-    pygpu_transfer_config cfg;
-    pygpu_transfer_config_get(&cfg);
-    v->parts = pygpu_range_parts((ptrdiff_t)bytes, cfg.threads);
+    v->parts = part_n;
     v->first = LLONG_MAX;
     for (int k = 0; k < v->parts && k < MAX_PARTS; k++) {
         v->first = part_t[k][0] < v->first ? part_t[k][0] : v->first;
@@ -108,7 +108,7 @@ static void note(char what, int chunk, size_t bytes)
     if (trace.n < TRACE_MAX) {
         trace_event v = {what, chunk, bytes, now_ns(), 0, 0, 0, 0, 0};
         if (what == 'c')
-            note_parts(&v, bytes);
+            note_parts(&v);
         trace.ev[trace.n++] = v;
     }
 }

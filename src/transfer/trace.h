@@ -13,17 +13,19 @@
 extern int pygpu_trace_on;      /* read from the environment at init */
 
 /* A staged transfer's events: 'b' start, 'w' buffer free, 'c' host copy of
- * a chunk done, 'q' DMA queued, 'e' end. */
+ * a chunk done, 'q' DMA queued, 'f' a fresh destination's fault-in started
+ * (on `chunk` threads), 'e' end. */
 #define PYGPU_TRACE(what, chunk, bytes)                        \
     do {                                                       \
         if (pygpu_trace_on)                                    \
             pygpu_trace_note((what), (chunk), (bytes));        \
     } while (0)
-/* When part k of a host copy started (end 0) or ended (end 1), and where. */
-#define PYGPU_TRACE_PART(k, end)                               \
+/* When part k of a host copy's n started (end 0) or ended (end 1), and
+ * where. */
+#define PYGPU_TRACE_PART(k, n, end)                            \
     do {                                                       \
         if (pygpu_trace_on)                                    \
-            pygpu_trace_part((k), (end));                      \
+            pygpu_trace_part((k), (n), (end));                 \
     } while (0)
 
 /* The device's side of a transfer of whole buffers: timing events recorded
@@ -49,7 +51,7 @@ extern int pygpu_trace_on;      /* read from the environment at init */
     } while (0)
 
 void pygpu_trace_note(char what, int chunk, size_t bytes);
-void pygpu_trace_part(int k, int end);
+void pygpu_trace_part(int k, int n, int end);
 void pygpu_trace_dma(int k, pygpu_stream_t stream);
 void pygpu_trace_name(const char *name);
 
