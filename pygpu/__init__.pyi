@@ -193,6 +193,7 @@ class _TransferConfig(TypedDict):
     chunk: int
     depth: int
     threads: int
+    threads_alone: int
     min_bytes: int | None
     peer: bool
     crowd_up: int
@@ -415,6 +416,7 @@ def transfer_config(
     chunk: SupportsIndex | None = None,
     depth: SupportsIndex | None = None,
     threads: SupportsIndex | None = None,
+    threads_alone: SupportsIndex | None = None,
     min_bytes: SupportsIndex | None = None,
     peer: bool | None = None,
     crowd_up: SupportsIndex | None = None,

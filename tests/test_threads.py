@@ -218,6 +218,71 @@ def test_crowded_transfers_take_small_lanes(run_python):
     assert max(biggest["h2d"]) == 256 or max(biggest["d2h"]) == 256     # (a transfer alone: chunk)
 
 
+ALONE_SCRIPT = r"""
+import sys, threading
+import numpy as np, pygpu
+pygpu.transfer_config(min_bytes=0, chunk=1 << 20, depth=2, threads=2, threads_alone=5)
+a = np.random.default_rng(1).standard_normal(1 << 20)        # 8 MiB: more than the buffers' 2 MiB
+g, out = pygpu.to_gpu(a), np.empty_like(a)
+
+def phase(name):
+    pygpu.synchronize()
+    print("phase", name, file=sys.stderr, flush=True)
+phase("alone")
+for _ in range(3):
+    g.get(ary=out)
+    pygpu.to_gpu(a)
+phase("small")
+for _ in range(3):
+    g[: 1 << 18].get(ary=out[: 1 << 18])                      # 2 MiB: not more than the buffers
+phase("crowded")
+stop = threading.Event()
+
+def other():
+    while not stop.is_set():
+        pygpu.to_gpu(a)
+t = threading.Thread(target=other)
+t.start()
+for _ in range(20):
+    g.get(ary=out)
+stop.set()
+t.join()
+phase("setting 0")
+pygpu.transfer_config(threads_alone=0)
+g.get(ary=out)
+np.testing.assert_array_equal(out, a)
+print("ok")
+"""
+
+
+def test_a_big_transfer_alone_takes_threads_alone(run_python):
+    """A transfer of more than depth x chunk bytes while no other is at
+    work in the process copies each chunk on threads_alone threads (the
+    trace shows its chunks' copies of 512 KiB or more cut into up to 4 parts
+    per thread: 20 for 5 threads); one that is not bigger, one that starts
+    while another thread transfers, and any with threads_alone=0 use
+    `threads` (8 parts for 2)."""
+    import re
+    env = {"PYGPU_STAGING_TRACE": "1"}
+    if HOST:
+        env.update(PYGPU_BACKEND="host", PYGPU_HOST_DEVICES="1")
+    proc = run_python(ALONE_SCRIPT, env=env, timeout=JOIN_TIMEOUT)
+    assert proc.stdout.split()[-1] == "ok"
+    parts, name = {}, None
+    for line in proc.stderr.splitlines():
+        m = re.match(r"phase (.*)", line)
+        if m:
+            name = m.group(1)
+        elif line.startswith("pygpu staging") and name:
+            full = [int(p) for k, p in re.findall(r" c\d+@[0-9.]+\[(\d+)K\]\{(\d+) parts", line) if int(k) >= 512]
+            if full:
+                parts.setdefault(name, []).append(max(full))
+    assert set(parts["alone"]) == {20}, parts
+    assert set(parts["small"]) == {8}, parts
+    assert 8 in parts["crowded"], parts
+    assert set(parts["setting 0"]) == {8}, parts
+
+
 @pytest.mark.parametrize("limit", [0, 200 << 10, 1 << 20])
 def test_threads_at_the_pinned_pool_limit(staging, limit):
     """Eight threads transferring while the pinned pool's limit leaves room

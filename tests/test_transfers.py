@@ -104,7 +104,32 @@ def test_transfer_config_validates():
     with pytest.raises(ValueError, match="crowd_up must be 0 .as chunk. or at least 4096 bytes, not 100"):
         pygpu.transfer_config(crowd_up=100)
     cfg = pygpu.transfer_config()
-    assert set(cfg) == {"chunk", "depth", "threads", "min_bytes", "peer", "crowd_up", "crowd_down"}
+    assert set(cfg) == {"chunk", "depth", "threads", "threads_alone", "min_bytes", "peer", "crowd_up", "crowd_down"}
+
+
+def test_transfer_config_threads_alone():
+    """threads_alone is set and read back (0: as threads; by default at
+    least as many as threads, at most 16 where the CPUs are many); setting
+    threads without it sets it to 0, so that a thread count asked for holds
+    for every transfer; a refused value changes nothing."""
+    import os
+    saved = pygpu.transfer_config()
+    cpus = os.cpu_count() or 1
+    assert 1 <= saved["threads_alone"] <= max(16, saved["threads"])
+    if saved["threads"] == min(16, cpus - cpus // 4):               # (the defaults)
+        assert saved["threads_alone"] == min(16, cpus - cpus // 8) >= saved["threads"]
+    try:
+        assert pygpu.transfer_config(threads_alone=0)["threads_alone"] == 0
+        assert pygpu.transfer_config(threads_alone=7)["threads_alone"] == 7
+        assert pygpu.transfer_config(threads=3)["threads_alone"] == 0          # (threads asked for hold)
+        assert pygpu.transfer_config(threads=3, threads_alone=5)["threads_alone"] == 5
+        with pytest.raises(ValueError, match="threads_alone"):
+            pygpu.transfer_config(threads_alone=65, threads=4)
+        now = pygpu.transfer_config()
+        assert (now["threads"], now["threads_alone"]) == (3, 5)
+    finally:
+        pygpu.transfer_config(**saved)
+    assert pygpu.transfer_config() == saved
 
 
 def test_transfer_config_crowd_settings():
@@ -323,13 +348,15 @@ def test_narrow_views_down_are_gathered_on_the_device_in_pieces(request, pipelin
         np.testing.assert_array_equal(out, want, err_msg=what)
 
 
+@pytest.mark.parametrize("threads", [1, 2, 6])
 @pytest.mark.parametrize("chunk, depth", [(4 << 20, 4), (16 << 20, 3)])   # through the ring; all in the buffers
-def test_downloads_into_fresh_or_partly_touched_memory(chunk, depth):
+def test_downloads_into_fresh_or_partly_touched_memory(chunk, depth, threads):
     """A download of 32 MiB or more into memory never touched has its pages
-    faulted in while the first DMAs run; the elements are right whether the
-    destination is fresh, touched in part or all, or a view."""
+    faulted in while the first DMAs run, by however many threads; the
+    elements are right whether the destination is fresh, touched in part or
+    all, or a view."""
     saved = pygpu.transfer_config()
-    pygpu.transfer_config(min_bytes=0, chunk=chunk, depth=depth)
+    pygpu.transfer_config(min_bytes=0, chunk=chunk, depth=depth, threads=threads)
     try:
         n = (33 << 20) // 8
         a = np.random.default_rng(3).standard_normal(n)

@@ -25,6 +25,7 @@ static lane lanes[MAX_LANES];
  * devices that share a count only look busier), read without the lock. */
 #define CROWD_SLOTS 64
 static atomic_int at_work_on[CROWD_SLOTS];
+static atomic_int at_work;          /* on every device */
 
 static atomic_int *crowd_of(int dev)
 {
@@ -34,6 +35,11 @@ static atomic_int *crowd_of(int dev)
 int pygpu_lane_crowded(const pygpu_lane *l)
 {
     return atomic_load(crowd_of(l->serves)) > 1;
+}
+
+int pygpu_lanes_alone(void)
+{
+    return atomic_load(&at_work) == 1;
 }
 
 static double now_s(void)
@@ -138,6 +144,7 @@ void pygpu_lane_give(lane *l)
         lane_drop(l);           /* (still busy: nobody else touches it) */
     pthread_mutex_lock(&lanes_mu);
     atomic_fetch_sub(crowd_of(l->serves), 1);
+    atomic_fetch_sub(&at_work, 1);
     l->busy = 0;
     l->idle_since = now_s();
     pthread_cond_broadcast(&lanes_cv);
@@ -194,6 +201,7 @@ pygpu_lane *pygpu_lane_take(pygpu_transfer_config *cfg, int dev, int up, int (*s
     l->busy = 1;
     l->serves = dev;
     atomic_fetch_add(crowd_of(dev), 1);
+    atomic_fetch_add(&at_work, 1);
     lane *spare = surplus_lane();
     pthread_mutex_unlock(&lanes_mu);
     if (spare) {                /* (one at a time: each take drops at most one) */
@@ -224,6 +232,7 @@ static void lanes_fork(enum pygpu_fork_phase phase)
         memset(lanes, 0, sizeof lanes);
         for (int i = 0; i < CROWD_SLOTS; i++)
             atomic_store(&at_work_on[i], 0);
+        atomic_store(&at_work, 0);
         for (int i = 0; i < MAX_LANES; i++)
             lanes[i].device = -1;
     }

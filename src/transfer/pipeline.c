@@ -100,9 +100,13 @@ static int engine_take(pygpu_staging_ctx *c, pygpu_transfer_config *cfg, const p
         c->lane = NULL;
         return 0;
     }
-    /* The workers that this transfer's biggest chunk can use spin while it
-     * runs; the others sleep (a 64 KiB copy wakes one, not all). */
+    /* A transfer bigger than the staging buffers, alone in the process,
+     * has threads_alone threads (docs/performance.md: threads for a
+     * transfer alone).  The workers that its biggest chunk can use spin
+     * while it runs; the others sleep (a 64 KiB copy wakes one, not all). */
     size_t bytes = (size_t)(layout_size(h) * h->itemsize);
+    if (cfg->threads_alone > 0 && bytes > (size_t)cfg->depth * cfg->chunk && pygpu_lanes_alone())
+        cfg->threads = cfg->threads_alone;
     int want = pygpu_range_parts((ptrdiff_t)(bytes < cfg->chunk ? bytes : cfg->chunk), cfg->threads) - 1;
     pygpu_workers_heat(want < cfg->threads - 1 ? want : cfg->threads - 1);
     return 1;

@@ -27,6 +27,14 @@ static void config_defaults(void)
     config.threads = cpus > 1 ? (int)(cpus - cpus / 4) : 1;
     if (config.threads > 16)
         config.threads = 16;
+    /* A big transfer alone in the process: seven cores in eight, up to 16.
+     * On 16-core GPU hosts 14 threads moved 256 MiB to 1 GiB downloads at
+     * 0.91-0.97 of the link where 12 gave 0.83-0.88, but lost at 16 MiB,
+     * and 16 for every transfer lost from 8 threads at once
+     * (docs/performance.md: threads for a transfer alone). */
+    config.threads_alone = cpus > 1 ? (int)(cpus - cpus / 8) : 1;
+    if (config.threads_alone > 16)
+        config.threads_alone = 16;
     /* Pageable copies from 32 KiB are staged on a GPU; on the host backend
      * "device memory" is host memory, and staging would only add a copy. */
     config.min_bytes = strcmp(pygpu_rt_vendor(), "host") ? (size_t)32 << 10 : SIZE_MAX;
@@ -60,6 +68,10 @@ void pygpu_transfer_config_set(const pygpu_transfer_config *c)
         config.threads = 1;
     if (config.threads > PYGPU_MAX_THREADS)
         config.threads = PYGPU_MAX_THREADS;
+    if (config.threads_alone < 0)
+        config.threads_alone = 0;
+    if (config.threads_alone > PYGPU_MAX_THREADS)
+        config.threads_alone = PYGPU_MAX_THREADS;
     if (config.chunk < 4096)
         config.chunk = 4096;
     if (config.crowd_up && config.crowd_up < 4096)

@@ -19,6 +19,8 @@ typedef struct {
     size_t chunk;               /* bytes per staging buffer */
     int depth;                  /* staging buffers in flight */
     int threads;                /* host threads copying each chunk (1 = the caller alone) */
+    int threads_alone;          /* the same, for a transfer bigger than the staging buffers
+                                 * while no other is at work in the process (0: threads) */
     size_t min_bytes;           /* smaller pageable copies go the runtime's own way */
     int peer;                   /* copies between devices go peer to peer where the
                                  * hardware allows (else staged through the host) */

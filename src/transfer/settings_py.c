@@ -15,8 +15,8 @@ static PyObject *config_dict(void)
 {
     pygpu_transfer_config c;
     pygpu_transfer_config_get(&c);
-    return Py_BuildValue("{s:n,s:i,s:i,s:N,s:O,s:n,s:n}", "chunk", (Py_ssize_t)c.chunk, "depth", c.depth,
-                         "threads", c.threads, "min_bytes",
+    return Py_BuildValue("{s:n,s:i,s:i,s:i,s:N,s:O,s:n,s:n}", "chunk", (Py_ssize_t)c.chunk, "depth", c.depth,
+                         "threads", c.threads, "threads_alone", c.threads_alone, "min_bytes",
                          c.min_bytes == SIZE_MAX ? Py_NewRef(Py_None) : PyLong_FromSize_t(c.min_bytes),
                          "peer", c.peer ? Py_True : Py_False, "crowd_up", (Py_ssize_t)c.crowd_up, "crowd_down",
                          (Py_ssize_t)c.crowd_down);
@@ -38,14 +38,15 @@ static int crowd_arg(PyObject *arg, const char *name, size_t *out)
 
 static PyObject *transfer_config(PyObject *m, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"chunk", "depth", "threads", "min_bytes", "peer", "crowd_up", "crowd_down", NULL};
-    PyObject *chunk = NULL, *depth = NULL, *threads = NULL, *min_bytes = NULL, *peer = NULL, *crowd_up = NULL,
-             *crowd_down = NULL;
+    static char *kwlist[] = {"chunk",    "depth",      "threads", "threads_alone", "min_bytes",
+                             "peer",     "crowd_up",   "crowd_down", NULL};
+    PyObject *chunk = NULL, *depth = NULL, *threads = NULL, *threads_alone = NULL, *min_bytes = NULL, *peer = NULL,
+             *crowd_up = NULL, *crowd_down = NULL;
     pygpu_transfer_config c;
     size_t v;
     (void)m;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$OOOOOOO:transfer_config", kwlist, &chunk, &depth, &threads,
-                                     &min_bytes, &peer, &crowd_up, &crowd_down))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$OOOOOOOO:transfer_config", kwlist, &chunk, &depth, &threads,
+                                     &threads_alone, &min_bytes, &peer, &crowd_up, &crowd_down))
         return NULL;
     pygpu_transfer_config_get(&c);
     if (chunk) {
@@ -68,6 +69,14 @@ static PyObject *transfer_config(PyObject *m, PyObject *args, PyObject *kwds)
         if (v < 1 || v > 64)
             return PyErr_Format(PyExc_ValueError, "threads must be 1..64, not %zu", v);
         c.threads = (int)v;
+        c.threads_alone = 0;    /* (a thread count asked for holds for every transfer, unless...) */
+    }
+    if (threads_alone) {
+        if (pygpu_size_arg(threads_alone, "threads_alone", &v) < 0)
+            return NULL;
+        if (v > 64)
+            return PyErr_Format(PyExc_ValueError, "threads_alone must be 0 (as threads) or 1..64, not %zu", v);
+        c.threads_alone = (int)v;
     }
     if (min_bytes) {
         if (min_bytes == Py_None)
@@ -85,7 +94,7 @@ static PyObject *transfer_config(PyObject *m, PyObject *args, PyObject *kwds)
         return NULL;
     if (crowd_down && crowd_arg(crowd_down, "crowd_down", &c.crowd_down) < 0)
         return NULL;
-    if (chunk || depth || threads || min_bytes || peer || crowd_up || crowd_down) {
+    if (chunk || depth || threads || threads_alone || min_bytes || peer || crowd_up || crowd_down) {
         Py_BEGIN_ALLOW_THREADS
         pygpu_transfer_config_set(&c);
         pygpu_staging_release();        /* buffers of the old size go back to the pool */
@@ -151,11 +160,13 @@ PyMethodDef pygpu_transfer_methods[] = {
      "is_pinned(ary, /)\n--\n\nTrue if the host buffer `ary` is page-locked (allocated or registered\n"
      "with the runtime); always False on the host backend."},
     {"transfer_config", (PyCFunction)(void (*)(void))transfer_config, METH_VARARGS | METH_KEYWORDS,
-     "transfer_config(*, chunk=None, depth=None, threads=None, min_bytes=None, peer=None, crowd_up=None,\n"
-     "                crowd_down=None)\n--\n\n"
+     "transfer_config(*, chunk=None, depth=None, threads=None, threads_alone=None, min_bytes=None, peer=None,\n"
+     "                crowd_up=None, crowd_down=None)\n--\n\n"
      "The staging pipeline's settings as a dict, after changing the ones given:\n"
      "chunk (bytes per staging buffer), depth (buffers in flight), threads (host\n"
-     "threads copying each chunk), min_bytes (smaller pageable copies, or None for\n"
+     "threads copying each chunk), threads_alone (the same for a transfer of more\n"
+     "than depth x chunk bytes while no other is at work in the process; 0: as\n"
+     "threads, which setting threads alone also sets), min_bytes (smaller pageable copies, or None for\n"
      "all, go the runtime's own way), peer (copies between devices go peer to\n"
      "peer where the hardware allows; False stages them through pinned host\n"
      "memory), crowd_up and crowd_down (bytes per staging buffer, at most, of an\n"

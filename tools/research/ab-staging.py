@@ -9,8 +9,8 @@ settings taking turns, several rounds, and the medians compared:
 A SETTING is environment assignments separated by spaces: for example
 PYTHONPATH=/path/to/another/checkout to measure
 another build (`git worktree add DIR COMMIT`; it is built in place there
-first when it has no build yet), or AB_THREADS=N, AB_CHUNK=BYTES,
-AB_DEPTH=N for transfer_config's settings.  The first column is as built.  Each
+first when it has no build yet), or AB_THREADS=N, AB_THREADS_ALONE=N,
+AB_CHUNK=BYTES, AB_DEPTH=N for transfer_config's settings.  The first column is as built.  Each
 cell: median GB/s, the ratio to raw pinned cudaMemcpy (as built, same run;
 none on the host backend), [lowest-highest].
 """
@@ -27,7 +27,7 @@ import json, os, sys
 import numpy as np
 import pygpu
 from pygpu import bench
-for key in ("threads", "chunk", "depth"):               # AB_THREADS=16 and the like: transfer_config
+for key in ("threads", "threads_alone", "chunk", "depth"):      # AB_THREADS=16 and the like: transfer_config
     if os.environ.get("AB_" + key.upper()):
         pygpu.transfer_config(**{key: int(os.environ["AB_" + key.upper()])})
 out = {}
