@@ -374,6 +374,39 @@ def test_downloads_into_fresh_or_partly_touched_memory(chunk, depth, threads):
         pygpu.transfer_config(**saved)
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32, np.complex128])
+def test_downloads_take_turns_round_the_staging_buffers(dtype):
+    """Downloads that fit the staging buffers each land a slot further on
+    in them than the last (so that the DMA does not write over lines the
+    cores have just read); sizes that leave slots straddling two buffers,
+    several element sizes and many turns round all arrive whole, also
+    beside uploads through the same buffers, and with a strided
+    destination."""
+    saved = pygpu.transfer_config()
+    pygpu.transfer_config(min_bytes=0, chunk=96 << 10, depth=3)      # 288 KiB: slots of 64-192 KiB
+    try:
+        rng = np.random.default_rng(11)
+        dt = np.dtype(dtype)
+        for nbytes in (40 << 10, 100 << 10, 130 << 10, 250 << 10):
+            n = nbytes // dt.itemsize
+            raw = rng.integers(0, 255, n * dt.itemsize, dtype=np.uint8)
+            a = raw.view(dt)
+            g = pygpu.to_gpu(a)
+            for turn in range(9):
+                out = np.zeros_like(a)
+                g.get(ary=out)
+                assert out.tobytes() == a.tobytes(), (nbytes, turn)
+                if turn % 3 == 1:
+                    g.set(a[::-1].copy())                           # (an upload through the same buffers)
+                    assert g.get().tobytes() == a[::-1].tobytes()
+                    g.set(a)
+            wide = np.zeros(2 * n, dt)
+            g.get(ary=wide[::2])
+            assert wide[::2].tobytes() == a.tobytes()
+    finally:
+        pygpu.transfer_config(**saved)
+
+
 def vm_flags(addr, nbytes):
     """The VmFlags of the mappings over [addr, addr + nbytes), from
     /proc/self/smaps."""

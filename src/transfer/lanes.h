@@ -35,6 +35,7 @@ typedef struct pygpu_lane {
     pygpu_event_t ev[PYGPU_MAX_DEPTH];
     int recorded[PYGPU_MAX_DEPTH];      /* ev[b] marks buffer b's last DMA */
     pygpu_event_t whole[WHOLE_CHUNKS];  /* one per DMA call of a whole-buffer transfer */
+    unsigned turn;              /* whole-buffer downloads so far: where the next one starts */
 } pygpu_lane;
 
 /* A lane for an upload (up = 1) or a download to or from device `dev`,

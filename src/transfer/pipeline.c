@@ -190,8 +190,25 @@ typedef struct {
     int buf;                    /* which buffer */
 } part_window;
 
+/* Where in its lane's buffers (in elements from the first) a whole-buffer
+ * download of n elements lands: each one a slot of n (rounded up to 64
+ * KiB) further on than the last, round the buffers.  A DMA into memory
+ * whose lines the cores have just read, as the copy-out of the last
+ * download did, waits while they are snooped out of the cores' caches
+ * (raw cudaMemcpy of 4 MiB: 29 GB/s after eight threads read the buffer,
+ * 50 with nothing between; docs/performance.md: the staging buffers'
+ * lines); by the time a download comes round to the same slot, its lines
+ * have left the cores' own caches. */
+static ptrdiff_t download_start(const lane *l, ptrdiff_t n, ptrdiff_t itemsize, ptrdiff_t per_buf)
+{
+    ptrdiff_t unit = ((ptrdiff_t)64 << 10) / itemsize > 0 ? ((ptrdiff_t)64 << 10) / itemsize : 1;
+    ptrdiff_t slot = (n + unit - 1) / unit * unit, slots = per_buf * l->depth / slot;
+    return slots > 1 ? (ptrdiff_t)(l->turn % (unsigned)slots) * slot : 0;
+}
+
 /* The chunks of a transfer of n elements laid out across the staging
- * buffers without reuse (the schedule's chunks, cut where a buffer ends);
+ * buffers without reuse (the schedule's chunks, cut where a buffer ends;
+ * a download's from download_start on, an upload's from the first byte);
  * their number, or 0 if the transfer does not fit (or needs too many). */
 static int whole_windows(const lane *l, ptrdiff_t n, ptrdiff_t itemsize, const pygpu_transfer_config *cfg, int up,
                          part_window *win)
@@ -202,12 +219,13 @@ static int whole_windows(const lane *l, ptrdiff_t n, ptrdiff_t itemsize, const p
         return 0;
     ptrdiff_t per = (ptrdiff_t)chunk_bytes(cfg, (size_t)(n * itemsize)) / itemsize;
     schedule sch = up ? upload_schedule(l, cfg, n, per, itemsize) : schedule_of(n, per, itemsize);
+    ptrdiff_t from = up ? 0 : download_start(l, n, itemsize, per_buf);
     while (schedule_next(&sch, &e, &cnt)) {
         while (cnt > 0) {
-            ptrdiff_t b = e / per_buf, room = (b + 1) * per_buf - e, m = cnt < room ? cnt : room;
+            ptrdiff_t at = from + e, b = at / per_buf, room = (b + 1) * per_buf - at, m = cnt < room ? cnt : room;
             if (nwin == WHOLE_CHUNKS)
                 return 0;
-            win[nwin++] = (part_window){e, m, (char *)l->buf[b] + (e - b * per_buf) * itemsize, (int)b};
+            win[nwin++] = (part_window){e, m, (char *)l->buf[b] + (at - b * per_buf) * itemsize, (int)b};
             e += m;
             cnt -= m;
         }
@@ -459,6 +477,7 @@ static pygpu_status d2h_whole(pygpu_staging_ctx *c, pygpu_host_layout h, const c
     int nwin = whole_windows(c->lane, n, h.itemsize, cfg, 0, win), queued = 0, k;
     if (!(*done = nwin > 0))
         return 0;
+    c->lane->turn++;
     r = buffers_free(c);
     PYGPU_TRACE('b', 0, total);
     PYGPU_TRACE_DMA_START(c->stream);
