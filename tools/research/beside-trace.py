@@ -1,8 +1,9 @@
-"""Where a small upload's time goes while another thread uploads a big
-array at a time: PYGPU_STAGING_TRACE=1 (set here) traces one staged
-transfer at a time, whichever begins while none is traced, so among the
-big one's lines come some of the small one's; this prints the small
-one's traced timelines (stderr) and its median time alone and beside.
+"""A small upload's time alone and while another thread uploads a big
+array at a time, with PYGPU_STAGING_TRACE=1 set (stderr) while they run
+together.  The trace follows one staged transfer at a time, whichever
+begins while none is traced: beside a big one that is nearly always the
+big one, whose timeline shows the size of its chunks and DMA calls while
+the small one comes and goes.
 
     python tools/research/beside-trace.py [SMALL [BIG]]     default 1M 1G
 """
