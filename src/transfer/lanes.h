@@ -48,8 +48,9 @@ typedef struct pygpu_lane {
 pygpu_lane *pygpu_lane_take(pygpu_transfer_config *cfg, int dev, int up, int (*stop)(void *), void *arg);
 /* 1 while another transfer than the lane's own is at work on its device. */
 int pygpu_lane_crowded(const pygpu_lane *l);
-/* Whether the caller's transfer (its lane taken) is the only one at work
- * in the process, on any device. */
+/* Whether the caller's transfer (its lane taken) is the only staged one at
+ * work in the process, on any device (uploads and downloads completing in
+ * the background hold no lane, and are not counted). */
 int pygpu_lanes_alone(void);
 /* Give a lane back at the end of its transfer. */
 void pygpu_lane_give(pygpu_lane *l);

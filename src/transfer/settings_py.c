@@ -38,8 +38,8 @@ static int crowd_arg(PyObject *arg, const char *name, size_t *out)
 
 static PyObject *transfer_config(PyObject *m, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"chunk",    "depth",      "threads", "threads_alone", "min_bytes",
-                             "peer",     "crowd_up",   "crowd_down", NULL};
+    static char *kwlist[] = {"chunk", "depth",    "threads",    "threads_alone", "min_bytes",
+                             "peer",  "crowd_up", "crowd_down", NULL};
     PyObject *chunk = NULL, *depth = NULL, *threads = NULL, *threads_alone = NULL, *min_bytes = NULL, *peer = NULL,
              *crowd_up = NULL, *crowd_down = NULL;
     pygpu_transfer_config c;
@@ -69,7 +69,7 @@ static PyObject *transfer_config(PyObject *m, PyObject *args, PyObject *kwds)
         if (v < 1 || v > 64)
             return PyErr_Format(PyExc_ValueError, "threads must be 1..64, not %zu", v);
         c.threads = (int)v;
-        c.threads_alone = 0;    /* (a thread count asked for holds for every transfer, unless...) */
+        c.threads_alone = 0;    /* (a count asked for holds for every transfer, unless threads_alone is given too) */
     }
     if (threads_alone) {
         if (pygpu_size_arg(threads_alone, "threads_alone", &v) < 0)
@@ -166,12 +166,12 @@ PyMethodDef pygpu_transfer_methods[] = {
      "chunk (bytes per staging buffer), depth (buffers in flight), threads (host\n"
      "threads copying each chunk), threads_alone (the same for a transfer of more\n"
      "than depth x chunk bytes while no other is at work in the process; 0: as\n"
-     "threads, which setting threads alone also sets), min_bytes (smaller pageable copies, or None for\n"
-     "all, go the runtime's own way), peer (copies between devices go peer to\n"
-     "peer where the hardware allows; False stages them through pinned host\n"
-     "memory), crowd_up and crowd_down (bytes per staging buffer, at most, of an\n"
-     "upload or a download that starts while another transfer is at work on its\n"
-     "device; 0: as chunk)."},
+     "threads, which setting threads alone also sets), min_bytes (smaller pageable\n"
+     "copies, or None for all, go the runtime's own way), peer (copies between\n"
+     "devices go peer to peer where the hardware allows; False stages them through\n"
+     "pinned host memory), crowd_up and crowd_down (bytes per staging buffer, at\n"
+     "most, of an upload or a download that starts while another transfer is at\n"
+     "work on its device; 0: as chunk)."},
     {"pinned_pool_stats", pinned_pool_stats, METH_NOARGS,
      "pinned_pool_stats()\n--\n\n{'limit', 'in_use', 'cached', 'hits', 'misses'} of the pinned pool, and "
      "'background': asynchronous uploads from and downloads into pageable memory not yet over (and blocks being "

@@ -13,8 +13,7 @@
 extern int pygpu_trace_on;      /* read from the environment at init */
 
 /* A staged transfer's events: 'b' start, 'w' buffer free, 'c' host copy of
- * a chunk done, 'q' DMA queued, 'f' a fresh destination's fault-in started
- * (on `chunk` threads), 'e' end. */
+ * a chunk done, 'q' DMA queued, 'e' end. */
 #define PYGPU_TRACE(what, chunk, bytes)                        \
     do {                                                       \
         if (pygpu_trace_on)                                    \
