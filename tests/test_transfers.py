@@ -842,6 +842,25 @@ def test_host_copies_are_cut_into_parts_per_thread():
             assert cpus <= threads, line
 
 
+@pytest.mark.parametrize("tool, args, want", [
+    ("loop-gap.py", ["64K"], "64K gap 2000 us: get"),
+    ("beside-trace.py", ["64K", "4M"], "64K alone"),
+    ("dma-after-read.py", [], "needs the CUDA runtime"),
+])
+def test_research_tools_run_on_the_host_backend(tool, args, want):
+    """tools/research's measuring tools run (on the host
+    backend, where the raw runtime calls are missing, they say so)."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+    path = pathlib.Path(__file__).resolve().parent.parent / "tools" / "research" / tool
+    p = subprocess.run([sys.executable, str(path), *args], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYGPU_BACKEND="host"))
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert want in p.stdout, p.stdout
+
+
 def test_trace_cases_tool_runs():
     """tools/research/trace-cases.py (run on the GPU machine by gpu-check.sh ab) works."""
     import os
