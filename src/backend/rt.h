@@ -124,6 +124,12 @@ pygpu_status pygpu_rt_stream_query(pygpu_stream_t s);   /* 0 done, not-ready pen
  * fn must make no runtime call (the host runtime runs it at once). */
 pygpu_status pygpu_rt_launch_host_func(pygpu_stream_t s, void (*fn)(void *), void *arg);
 pygpu_status pygpu_rt_stream_wait_event(pygpu_stream_t s, pygpu_event_t e);
+/* Queue on stream s a wait until the 32-bit counter at `addr` (in
+ * page-locked memory, raised by the host) is at least `value`: the work
+ * queued after it starts only then.  Cheaper for the device than a host
+ * function, which it must run and wait for.  Nonzero where the device or
+ * the runtime has no such wait: nothing was queued then. */
+pygpu_status pygpu_rt_stream_wait_value(pygpu_stream_t s, const uint32_t *addr, uint32_t value);
 pygpu_status pygpu_rt_stream_priority(pygpu_stream_t s, int *priority);
 pygpu_status pygpu_rt_stream_priority_range(int *least, int *greatest);
 

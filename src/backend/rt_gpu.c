@@ -10,6 +10,7 @@
 #include "rt.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -415,6 +416,51 @@ pygpu_status pygpu_rt_launch_host_func(pygpu_stream_t s, void (*fn)(void *), voi
     if (r != hipSuccess)
         free(c);
     return r;
+}
+#endif
+
+#if defined(PYGPU_BACKEND_CUDA)
+/* The driver's cuStreamWaitValue32 (its second version, which needs no
+ * module parameter), found once through the runtime's entry-point lookup:
+ * the runtime API has no wait of its own. */
+typedef int (*wait_value_fn)(rt_stream s, unsigned long long addr, uint32_t value, unsigned flags);
+static wait_value_fn wait_value;
+static pthread_once_t wait_value_once = PTHREAD_ONCE_INIT;
+
+static void find_wait_value(void)
+{
+    void *fn = NULL;
+    enum cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+#  if CUDART_VERSION >= 12050
+    cudaError_t e = cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &fn, 12000, cudaEnableDefault, &found);
+#  else
+    cudaError_t e = cudaGetDriverEntryPoint("cuStreamWaitValue32", &fn, cudaEnableDefault, &found);
+#  endif
+    if (e == cudaSuccess && found == cudaDriverEntryPointSuccess && fn)
+        *(void **)&wait_value = fn;
+    else
+        (void)cudaGetLastError();
+}
+
+pygpu_status pygpu_rt_stream_wait_value(pygpu_stream_t s, const uint32_t *addr, uint32_t value)
+{
+    pthread_once(&wait_value_once, find_wait_value);
+    /* Flags 0: CU_STREAM_WAIT_VALUE_GEQ.  Page-locked memory has the same
+     * address on every device (unified addressing).  A driver status is
+     * not the runtime's: any failure reads "not supported". */
+    if (!wait_value || wait_value(S(s), (unsigned long long)(uintptr_t)addr, value, 0) != 0)
+        return cudaErrorNotSupported;
+    return cudaSuccess;
+}
+#else
+/* HIP has hipStreamWaitValue32, still marked beta and not yet run on an
+ * AMD GPU here: host functions gate the uploads there. */
+pygpu_status pygpu_rt_stream_wait_value(pygpu_stream_t s, const uint32_t *addr, uint32_t value)
+{
+    (void)s;
+    (void)addr;
+    (void)value;
+    return hipErrorNotSupported;
 }
 #endif
 

@@ -12,7 +12,9 @@
  * the machine's physical memory; allocations past it fail as out of memory)
  * and PYGPU_HOST_PEER (0: the devices refuse peer access to each other, so
  * that the staged path between devices runs; default 1) and PYGPU_HOST_POOL
- * (bytes the pool of freed large blocks may hold; see "memory" below).
+ * (bytes the pool of freed large blocks may hold; see "memory" below) and
+ * PYGPU_HOST_WAIT_VALUE (0: streams have no wait on a counter, so that
+ * background uploads are gated by host functions; default 1).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "rt.h"
@@ -110,6 +112,7 @@ pygpu_status pygpu_rt_peek_last_error(void) { return last_error; }
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 static int n_devices = 1;
 static int peer_ok = 1;
+static int wait_value_ok = 1;
 static size_t memory_limit;             /* 0: the physical memory */
 static atomic_size_t memory_in_use;
 static size_t pool_limit;               /* bytes the pool of freed blocks may hold */
@@ -146,6 +149,9 @@ static void read_config(void)
     s = getenv("PYGPU_HOST_PEER");
     if (s)
         peer_ok = atoi(s) != 0;
+    s = getenv("PYGPU_HOST_WAIT_VALUE");
+    if (s)
+        wait_value_ok = atoi(s) != 0;
     read_pool_config();
 }
 
@@ -534,6 +540,19 @@ pygpu_status pygpu_rt_stream_wait_event(pygpu_stream_t s, pygpu_event_t e)
 {
     (void)s;
     return e ? H_SUCCESS : fail(H_INVALID_HANDLE);
+}
+
+pygpu_status pygpu_rt_stream_wait_value(pygpu_stream_t s, const uint32_t *addr, uint32_t value)
+{
+    (void)s;                    /* (the host's streams are done when a call returns: the wait is here) */
+    config();
+    if (!wait_value_ok)
+        return H_NOT_SUPPORTED;     /* (as a GPU without the wait: no error left behind) */
+    if (!addr)
+        return fail(H_INVALID_VALUE);
+    while (__atomic_load_n(addr, __ATOMIC_ACQUIRE) < value)
+        nanosleep(&(struct timespec){0, 20000}, NULL);
+    return H_SUCCESS;
 }
 
 pygpu_status pygpu_rt_stream_priority(pygpu_stream_t s, int *priority)
