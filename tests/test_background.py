@@ -154,6 +154,52 @@ pygpu.to_gpu(np.ones(MiB // 8 * 3))
     assert not [u for u in ups[3:] if ": in the background" in u]
 
 
+@pytest.mark.parametrize("wait", ["1", "0"])
+def test_the_gates_are_the_devices_wait_where_it_has_one(run_python, wait):
+    """Each chunk's gate is the stream waiting for the upload's counter in
+    page-locked memory, which the mover raises chunk by chunk, where the
+    device has such a wait (CUDA; the host backend unless
+    PYGPU_HOST_WAIT_VALUE=0), else a host function waiting for the mover:
+    the trace names which, and either way many uploads in a row, of several
+    sizes, in several layouts, on two streams, arrive whole; an upload goes
+    in chunks of 4 MiB, or in four below 16 MiB."""
+    if wait == "0" and pygpu.backend != "host":
+        pytest.skip("PYGPU_HOST_WAIT_VALUE is the host backend's switch")
+    code = """
+import time, numpy as np, pygpu
+pygpu.transfer_config(min_bytes=0)
+rng = np.random.default_rng(5)
+streams = [pygpu.Stream(), pygpu.Stream()]
+def settle():
+    for s in streams:
+        s.synchronize()
+    end = time.monotonic() + 30
+    while pygpu.pinned_pool_stats()["background"] and time.monotonic() < end:
+        time.sleep(0.002)
+sizes = [MiB // 8 * 3, MiB // 8 * 17, MiB // 8 * 40]
+for n in sizes:                                 # (a block of each size for the pool)
+    pygpu.to_gpu_async(np.ones(n), stream=streams[0])
+    settle()
+for r in range(12):
+    n = sizes[r % 3]
+    a = rng.standard_normal(2 * n).reshape(2, n)
+    host = a[:, ::2] if r % 2 else a[0]
+    s = streams[r % 2]
+    g = pygpu.to_gpu_async(host, stream=s)
+    s.synchronize()
+    np.testing.assert_array_equal(g.get(stream=s), host)
+settle()
+assert pygpu.pinned_pool_stats()["background"] == 0
+""".replace("MiB", str(MiB))
+    p = run_python(code, env={"PYGPU_STAGING_TRACE": "1", "PYGPU_HOST_WAIT_VALUE": wait})
+    gates = [line for line in p.stderr.splitlines() if line.startswith("pygpu background: up in ")]
+    assert len(gates) >= 12, p.stderr[-2000:]
+    chunks = sorted({int(line.split()[4]) for line in gates})
+    assert chunks == [4, 5, 10], chunks             # (4 MiB each, or a quarter of less than 16 MiB)
+    named = "the device's wait on a counter" if wait == "1" else "host functions"
+    assert all(line.endswith("gated by " + named) for line in gates), gates
+
+
 def test_the_host_array_is_kept_until_the_upload_is_over(pageable):
     """The caller may drop its array at once: the upload keeps it (a weak
     reference still resolves after `del`) until the stream has passed the

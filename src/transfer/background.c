@@ -4,30 +4,40 @@
  *
  * One mover thread per process takes the tasks in the order they were
  * queued and copies each chunk of the host data into the task's
- * page-locked block with the workers; each chunk's gate, a host function
- * on the caller's stream ahead of that chunk's DMA, waits for the mover to
- * have copied it.  A gate waits for host work only, never for device work,
- * as the runtimes require of host functions, and makes no runtime call.
- * The host function after the last DMA hands the task to the reaper, which
- * gives the block back and releases the owner with the GIL held.
+ * page-locked block with the workers; each chunk's gate, on the caller's
+ * stream ahead of that chunk's DMA, holds the stream until the mover has
+ * copied it.  A gate is the stream waiting for the task's counter in
+ * page-locked memory to pass the chunk (the mover raises it), or, where
+ * the device has no such wait, a host function waiting for the mover.
+ * Either waits for host work only, never for device work, as the runtimes
+ * require of host functions.  An event after the last DMA (or, where none
+ * could be made, a host function) ends the task; the reaper, with the GIL
+ * held, gives back the block and the counter and releases the owner once
+ * the stream has passed that event and the mover is done with the task.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "background.h"
 #include "hostcopy.h"
+#include "lanes.h"
 #include "pinned_pool.h"
 #include "settings.h"
+#include "trace.h"
 #include "workers.h"
 #include "../fork.h"
 #include "../shape.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#define BG_CHUNKS 32            /* chunks of a task, at most (each costs the caller two calls on the stream) */
-#define BG_CHUNK ((ptrdiff_t)8 << 20)   /* bytes a chunk, where there are 4 or more (see cut) */
+#define BG_CHUNKS 256           /* chunks of an upload, at most (each costs the caller two calls on the stream) */
+#define BG_UP_CHUNK ((ptrdiff_t)4 << 20)        /* bytes an upload's chunk, where there are 4 or more (see cut) */
+#define BG_DOWN_CHUNKS 32       /* chunks of a download, at most (each has an event) */
+#define BG_DOWN_CHUNK ((ptrdiff_t)8 << 20)
+#define BG_COUNTERS 1024        /* uploads in flight gated by the device's wait, at most (then host functions) */
 
 typedef struct task task;
 
@@ -37,26 +47,30 @@ typedef struct {
 } gate_arg;
 
 struct task {
-    task *next;                 /* in the mover's (or lander's) queue, then in the reaper's list */
+    task *next;                 /* in the mover's (or lander's) queue */
+    task *reap_next;          /* in the reaper's list (an upload is there while the mover may still have it) */
     char *block;                /* the page-locked copy of the host data */
     char *host;
     ptrdiff_t shape[PYGPU_MAXDIMS], strides[PYGPU_MAXDIMS], itemsize;
     int nd, nchunks;
     ptrdiff_t start[BG_CHUNKS + 1];     /* chunk k: elements [start[k], start[k + 1]) */
     int copied;                 /* an upload's chunks in the block (bg_mu) */
+    int upload;
+    uint32_t *counter;          /* an upload's chunks copied, for the device's wait; or NULL */
+    pygpu_event_t done;         /* an upload's, after its last DMA; or NULL (then a host function ends it) */
     gate_arg gate[BG_CHUNKS];
     void *owner;
     size_t warm;                /* not an upload: page-lock a block of this size for the pool */
     /* A download: the event after each chunk's DMA, the chunks queued (the
      * lander copies out those), the device, and whether the lander is done. */
-    pygpu_event_t ev[BG_CHUNKS];
+    pygpu_event_t ev[BG_DOWN_CHUNKS];
     int queued, device, landed;
     int claimed;                /* taken by its thread (bg_mu); a download's host function may take it first */
 };
 
 static pthread_mutex_t bg_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t copied_cv = PTHREAD_COND_INITIALIZER;    /* an upload's chunk copied, or a download landed */
-static task *reap_list;
+static task *reap_list, *reap_tail;     /* the tasks ended, in order (bg_mu) */
 static int exit_wait;
 
 /* A thread of the background (the mover, the lander) and its queue of
@@ -76,20 +90,29 @@ static bg_thread *const bg_threads[] = {&mover, &lander};
 static size_t warming;          /* the size of the block the mover is asked to page-lock, if any */
 static atomic_int pending, reapable;
 
-/* The chunks of n elements, all of one size: BG_CHUNK bytes, or a quarter
- * of a smaller upload, or a BG_CHUNKS-th of a bigger one.  The stream has
- * the data after the later of two paths: the mover's copies back to back
- * then the last chunk's DMA (the biggest chunk is the time the background
- * adds), or the first copy then every chunk's gate and DMA, where a gate
- * costs the link some 40 us (the stream starts the host function once the
- * DMA before it is over).  On the H100 (several runs): 64 MiB in 16
- * chunks took 2.3-2.8 ms, in 8 (as now) 2.0-2.1, in 4 growing ones 1.9-2.7,
- * a blocking to_gpu 1.6; 256 MiB in 32 chunks 7.8-9.1 ms, in 4 growing
- * ones 9.5-10.2, a blocking to_gpu 5.7-6.1 (the mover's copy there runs at
- * some 30 GB/s).  Each chunk also costs the caller two calls on the stream. */
+/* The uploads' counters: BG_COUNTERS of them in one page-locked block,
+ * made at the first upload; those free are on a stack (bg_mu).  Once a
+ * wait has failed, host functions gate every upload after it. */
+static uint32_t *counters;
+static short counters_free[BG_COUNTERS];
+static int ncounters_free, counters_tried;
+static atomic_int waits_fail;
+
+/* The chunks of n elements, all of one size: an upload's BG_UP_CHUNK
+ * bytes, or a quarter of a smaller one (at most BG_CHUNKS); a download's
+ * BG_DOWN_CHUNK bytes, or a quarter of a smaller one, or a
+ * BG_DOWN_CHUNKS-th of a bigger one.  The stream has an upload's data
+ * after the first chunk's copy and every chunk's DMA in turn (each gate
+ * lets its DMA through some microseconds after the mover's copy, which
+ * keeps up with the link), so the chunks are small: the first copy is
+ * time the background adds, and above 8 MiB the copies into the block
+ * would not use streaming stores.  Each chunk costs the caller two calls
+ * on the stream (see docs/performance.md for the times measured). */
 static void cut(task *t, ptrdiff_t n)
 {
-    ptrdiff_t per = BG_CHUNK / t->itemsize, quarter = (n + 3) / 4, most = (n + BG_CHUNKS - 1) / BG_CHUNKS;
+    ptrdiff_t most_chunks = t->upload ? BG_CHUNKS : BG_DOWN_CHUNKS;
+    ptrdiff_t per = (t->upload ? BG_UP_CHUNK : BG_DOWN_CHUNK) / t->itemsize, quarter = (n + 3) / 4,
+              most = (n + most_chunks - 1) / most_chunks;
     if (per > quarter)
         per = quarter;
     if (per < most)
@@ -100,6 +123,19 @@ static void cut(task *t, ptrdiff_t n)
     for (int k = 0; k < t->nchunks; k++)
         t->start[k] = k * per;
     t->start[t->nchunks] = n;
+}
+
+/* The threads that copy a task's chunks: as for a staged transfer
+ * (pipeline.c), threads_alone for one bigger than the staging buffers
+ * while no staged transfer is at work in the process, else threads. */
+static int task_threads(const task *t)
+{
+    pygpu_transfer_config cfg;
+    pygpu_transfer_config_get(&cfg);
+    size_t bytes = (size_t)(t->start[t->nchunks] * t->itemsize);
+    if (cfg.threads_alone > 0 && bytes > (size_t)cfg.depth * cfg.chunk && pygpu_lanes_idle())
+        return cfg.threads_alone;
+    return cfg.threads;
 }
 
 static void copy_chunk(task *t, int k, int threads)
@@ -132,17 +168,19 @@ static void warm_block(task *t)
     pthread_mutex_unlock(&bg_mu);
 }
 
-/* An upload's chunks into its block, each gate told as its chunk lands.
- * Once the last is copied the task may end and be freed at any moment:
- * it is not read after that. */
+/* An upload's chunks into its block, each gate told as its chunk lands:
+ * the counter first (the workers' stores are visible by then), then the
+ * count under the lock, which is the last the mover reads or writes of
+ * the task (the reaper keeps a task until its count is whole). */
 static void copy_task(task *t)
 {
-    pygpu_transfer_config cfg;
-    pygpu_transfer_config_get(&cfg);
-    int n = t->nchunks;
-    pygpu_workers_heat(cfg.threads - 1);        /* (they spin between its chunks, as for a staged transfer) */
+    int n = t->nchunks, threads = task_threads(t);
+    uint32_t *counter = t->counter;
+    pygpu_workers_heat(threads - 1);            /* (they spin between its chunks, as for a staged transfer) */
     for (int k = 0; k < n; k++) {
-        copy_chunk(t, k, cfg.threads);
+        copy_chunk(t, k, threads);
+        if (counter)
+            __atomic_store_n(counter, (uint32_t)(k + 1), __ATOMIC_RELEASE);
         pthread_mutex_lock(&bg_mu);
         t->copied = k + 1;
         pthread_cond_broadcast(&copied_cv);
@@ -158,14 +196,12 @@ static void copy_task(task *t)
  * synchronization to raise). */
 static void land_task(task *t, int wait)
 {
-    pygpu_transfer_config cfg;
-    pygpu_transfer_config_get(&cfg);
-    int ok = 1;
-    pygpu_workers_heat(cfg.threads - 1);
+    int ok = 1, threads = task_threads(t);
+    pygpu_workers_heat(threads - 1);
     for (int k = 0; ok && k < t->queued; k++) {
         if (wait && !(ok = pygpu_rt_event_synchronize(t->ev[k]) == 0))
             break;
-        land_chunk(t, k, cfg.threads);
+        land_chunk(t, k, threads);
     }
     pygpu_workers_cool();
     if (!ok)
@@ -295,7 +331,41 @@ static void warm_pool(size_t bytes)
     pthread_mutex_unlock(&bg_mu);
 }
 
-/* A gate: chunk k's DMA goes once the mover has copied it. */
+/* A counter for an upload, at 0, or NULL where there is none (the
+ * device's wait failed before, or BG_COUNTERS uploads are in flight, or
+ * no page-locked block could be had). */
+static uint32_t *counter_take(void)
+{
+    if (atomic_load(&waits_fail))
+        return NULL;
+    pthread_mutex_lock(&bg_mu);
+    if (!counters && !counters_tried) {
+        void *p = NULL;
+        counters_tried = 1;
+        if (pygpu_rt_host_alloc(&p, BG_COUNTERS * sizeof *counters) == 0) {
+            counters = p;
+            for (int i = 0; i < BG_COUNTERS; i++)
+                counters_free[i] = (short)(BG_COUNTERS - 1 - i);
+            ncounters_free = BG_COUNTERS;
+        } else {
+            (void)pygpu_rt_get_last_error();
+        }
+    }
+    uint32_t *c = ncounters_free ? &counters[counters_free[--ncounters_free]] : NULL;
+    pthread_mutex_unlock(&bg_mu);
+    if (c)
+        __atomic_store_n(c, 0, __ATOMIC_RELAXED);
+    return c;
+}
+
+/* (bg_mu held) */
+static void counter_give(uint32_t *c)
+{
+    if (c)
+        counters_free[ncounters_free++] = (short)(c - counters);
+}
+
+/* A gate by a host function: chunk k's DMA goes once the mover has copied it. */
 static void gate(void *arg)
 {
     gate_arg *g = arg;
@@ -305,14 +375,20 @@ static void gate(void *arg)
     pthread_mutex_unlock(&bg_mu);
 }
 
-/* After the last DMA: the task is over (no runtime call here, nor the GIL:
- * the reaper gives back its block and its owner). */
+/* The task onto the reaper's list (no runtime call here, nor the GIL: the
+ * reaper gives back its block and its owner): as a host function after
+ * the last DMA, or at once for an upload whose end is an event (the mover
+ * may not have begun it yet: the reaper waits for both). */
 static void finish(void *arg)
 {
     task *t = arg;
+    t->reap_next = NULL;
     pthread_mutex_lock(&bg_mu);
-    t->next = reap_list;
-    reap_list = t;
+    if (reap_tail)
+        reap_tail->reap_next = t;
+    else
+        reap_list = t;
+    reap_tail = t;
     atomic_store(&reapable, 1);
     pthread_mutex_unlock(&bg_mu);
 }
@@ -321,7 +397,8 @@ static void finish(void *arg)
  * host layout at `host`) with its block and its chunks; NULL when the
  * transfer is not for the background (too small, or no cached block fits:
  * then the mover page-locks one for the next). */
-static task *task_new(char *host, const ptrdiff_t *strides, int nd, const ptrdiff_t *shape, ptrdiff_t itemsize)
+static task *task_new(int upload, char *host, const ptrdiff_t *strides, int nd, const ptrdiff_t *shape,
+                      ptrdiff_t itemsize)
 {
     ptrdiff_t n = 1;
     for (int i = 0; i < nd; i++)
@@ -336,6 +413,7 @@ static task *task_new(char *host, const ptrdiff_t *strides, int nd, const ptrdif
         warm_pool((size_t)(n * itemsize));
         return NULL;
     }
+    t->upload = upload;
     t->host = host;
     t->nd = nd;
     t->itemsize = itemsize;
@@ -349,16 +427,24 @@ pygpu_status pygpu_bg_upload(char *dev, const char *host, const ptrdiff_t *strid
                              ptrdiff_t itemsize, pygpu_stream_t s, void *owner, int *taken)
 {
     pygpu_status r = 0;
-    task *t = task_new((char *)host, strides, nd, shape, itemsize);
+    task *t = task_new(1, (char *)host, strides, nd, shape, itemsize);
     *taken = 0;
     if (!t)
         return 0;
     t->owner = owner;
+    t->counter = counter_take();
+    if (pygpu_rt_event_create(&t->done, PYGPU_EVENT_DISABLE_TIMING) != 0) {
+        (void)pygpu_rt_get_last_error();
+        t->done = NULL;
+    }
     /* Queued for the mover first: a runtime that runs host functions at
      * once (the host's) runs the first gate before this returns. */
     pthread_mutex_lock(&bg_mu);
     if (enqueue(&mover, t) != 0) {
+        counter_give(t->counter);
         pthread_mutex_unlock(&bg_mu);
+        if (t->done)
+            (void)pygpu_rt_event_destroy(t->done);
         pygpu_pinned_give(t->block);
         free(t);
         return 0;
@@ -366,16 +452,29 @@ pygpu_status pygpu_bg_upload(char *dev, const char *host, const ptrdiff_t *strid
     pthread_mutex_unlock(&bg_mu);
     *taken = 1;
     atomic_fetch_add(&pending, 1);
-    int k;
+    int k, wait = t->counter != NULL, nchunks = t->nchunks;
     for (k = 0; r == 0 && k < t->nchunks; k++) {
         ptrdiff_t e = t->start[k], bytes = (t->start[k + 1] - e) * itemsize;
+        if (wait && pygpu_rt_stream_wait_value(s, t->counter, (uint32_t)(k + 1)) != 0) {
+            atomic_store(&waits_fail, 1);
+            wait = 0;               /* (this chunk on: host functions; the mover still raises the counter) */
+        }
         t->gate[k] = (gate_arg){t, k};
-        if ((r = pygpu_rt_launch_host_func(s, gate, &t->gate[k])) == 0)
+        if (wait || (r = pygpu_rt_launch_host_func(s, gate, &t->gate[k])) == 0)
             r = pygpu_rt_memcpy_async(dev + e * itemsize, t->block + e * itemsize, (size_t)bytes, PYGPU_COPY_H2D,
                                       s);
     }
-    if (r == 0)
+    /* The end: an event, which the reaper looks at (the stream then has
+     * nothing after the last DMA to wait for), else a host function. */
+    if (r == 0 && t->done) {
+        if ((r = pygpu_rt_event_record(t->done, s)) == 0)
+            finish(t);
+    } else if (r == 0) {
         r = pygpu_rt_launch_host_func(s, finish, t);
+    }
+    if (pygpu_trace_on)                 /* (t may be over by now) */
+        fprintf(stderr, "pygpu background: up in %d chunks, gated by %s\n", nchunks,
+                wait ? "the device's wait on a counter" : "host functions");
     if (r != 0) {
         /* What was queued is let through (the mover copies every chunk),
          * and waited for, before the block goes back. */
@@ -436,7 +535,7 @@ pygpu_status pygpu_bg_download(char *host, const ptrdiff_t *strides, int nd, con
                                ptrdiff_t itemsize, const char *dev, pygpu_stream_t s, void *owner, int *taken)
 {
     pygpu_status r = 0;
-    task *t = task_new(host, strides, nd, shape, itemsize);
+    task *t = task_new(0, host, strides, nd, shape, itemsize);
     *taken = 0;
     if (!t)
         return 0;
@@ -479,18 +578,53 @@ pygpu_status pygpu_bg_download(char *host, const ptrdiff_t *strides, int nd, con
     return r;
 }
 
+/* (bg_mu held) 1 if a task on the reap list is over: an upload once the
+ * mover has counted its last chunk (its last gate may let the DMA through
+ * before) and the stream has passed its end event (a failed stream counts
+ * as passed; an event never recorded has passed). */
+static int over(task *t)
+{
+    if (t->upload && t->copied < t->nchunks)
+        return 0;
+    return !t->done || !pygpu_rt_is_not_ready(pygpu_rt_event_query(t->done));
+}
+
+/* Tasks on the reap list not yet over that a reaper call looks past, at
+ * most: the list is in the order the tasks were queued, which is the order
+ * they end on one stream, so that a call's work stays bounded however
+ * many uploads are in flight. */
+#define REAP_LOOK_PAST 8
+
 void pygpu_bg_reap(void (*release)(void *owner))
 {
     if (!atomic_load(&reapable))
         return;
+    task *t = NULL, **to = &t, **at = &reap_list, *prev = NULL;
+    int not_over = 0;
     pthread_mutex_lock(&bg_mu);
-    task *t = reap_list;
-    reap_list = NULL;
-    atomic_store(&reapable, 0);
+    while (*at && not_over < REAP_LOOK_PAST) {
+        task *o = *at;
+        if (over(o)) {
+            *at = o->reap_next;             /* (out of the list, onto t's) */
+            if (reap_tail == o)
+                reap_tail = prev;
+            counter_give(o->counter);
+            o->reap_next = NULL;
+            *to = o;
+            to = &o->reap_next;
+        } else {
+            not_over++;
+            prev = o;
+            at = &o->reap_next;
+        }
+    }
+    atomic_store(&reapable, reap_list != NULL);
     pthread_mutex_unlock(&bg_mu);
     while (t) {
-        task *next = t->next;
-        for (int k = 0; k < BG_CHUNKS && t->ev[k]; k++)      /* (a download's) */
+        task *next = t->reap_next;
+        if (t->done)
+            (void)pygpu_rt_event_destroy(t->done);
+        for (int k = 0; k < BG_DOWN_CHUNKS && t->ev[k]; k++)      /* (a download's) */
             (void)pygpu_rt_event_destroy(t->ev[k]);
         pygpu_pinned_give(t->block);
         if (t->owner)
@@ -513,8 +647,11 @@ static void bg_fork(enum pygpu_fork_phase phase)
         return;
     pthread_mutex_init(&bg_mu, NULL);
     pthread_cond_init(&copied_cv, NULL);
-    reap_list = NULL;
+    reap_list = reap_tail = NULL;
     warming = 0;
+    counters = NULL;                        /* (the parent's page-locked memory is not the child's) */
+    ncounters_free = counters_tried = 0;
+    atomic_store(&waits_fail, 0);
     for (int i = 0; i < 2; i++) {
         bg_thread *b = bg_threads[i];
         pthread_cond_init(&b->cv, NULL);

@@ -1,10 +1,10 @@
 /*
  * background.h -- uploads from pageable memory that complete in the
  * background (background.c): the call queues, on the caller's stream, the
- * DMA of each chunk from a page-locked block behind a gate (a host
- * function) that opens once the mover thread has copied that chunk into
- * the block, and returns; work queued on the stream afterwards sees the
- * data.  The host memory's owner is kept until the mover is done with it,
+ * DMA of each chunk from a page-locked block behind a gate (the stream
+ * waiting on a counter in page-locked memory, else a host function) that
+ * opens once the mover thread has copied that chunk into the block, and
+ * returns; work queued on the stream afterwards sees the data.  The host memory's owner is kept until the mover is done with it,
  * the block until the stream has passed the last DMA.  Pure C, callable
  * without the GIL, except pygpu_bg_reap.
  */

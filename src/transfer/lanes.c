@@ -42,6 +42,11 @@ int pygpu_lanes_alone(void)
     return atomic_load(&at_work) == 1;
 }
 
+int pygpu_lanes_idle(void)
+{
+    return atomic_load(&at_work) == 0;
+}
+
 static double now_s(void)
 {
     struct timespec t;

@@ -52,6 +52,9 @@ int pygpu_lane_crowded(const pygpu_lane *l);
  * work in the process, on any device (uploads and downloads completing in
  * the background hold no lane, and are not counted). */
 int pygpu_lanes_alone(void);
+/* Whether no staged transfer is at work in the process (for the
+ * background's threads, which hold no lane). */
+int pygpu_lanes_idle(void);
 /* Give a lane back at the end of its transfer. */
 void pygpu_lane_give(pygpu_lane *l);
 /* Registers the lanes' fork handler. */
