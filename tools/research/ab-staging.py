@@ -4,7 +4,7 @@ Runs on these shared machines vary from one to the next by more than most
 choices change, so each setting is measured in its own process, the
 settings taking turns, several rounds, and the medians compared:
 
-    python tools/research/ab-staging.py [--reps N] [--sizes 16M,64M,...] [SETTING ...]
+    python tools/research/ab-staging.py [--reps N] [--sizes 16M,64M,...] [--async] [SETTING ...]
 
 A SETTING is environment assignments separated by spaces: for example
 PYTHONPATH=/path/to/another/checkout to measure
@@ -12,7 +12,10 @@ another build (`git worktree add DIR COMMIT`; it is built in place there
 first when it has no build yet), or AB_THREADS=N, AB_THREADS_ALONE=N,
 AB_CHUNK=BYTES, AB_DEPTH=N for transfer_config's settings.  The first column is as built.  Each
 cell: median GB/s, the ratio to raw pinned cudaMemcpy (as built, same run;
-none on the host backend), [lowest-highest].
+none on the host backend), [lowest-highest].  With --async: how fast
+to_gpu_async and get_async of touched pageable memory put the data on
+the stream (bytes over the time from the call until the stream has them,
+bench_scale.async_overlap), beside the blocking calls, instead.
 """
 import argparse
 import glob
@@ -32,7 +35,19 @@ for key in ("threads", "threads_alone", "chunk", "depth"):      # AB_THREADS=16 
         pygpu.transfer_config(**{key: int(os.environ["AB_" + key.upper()])})
 out = {}
 raw = bench.RawCuda()
-for label in sys.argv[1:]:
+for label in (sys.argv[1:] if os.environ.get("AB_ASYNC") else []):
+    from pygpu import bench_scale
+    n = bench.parse_size(label)
+    if raw.available():
+        for d in ("H2D", "D2H"):
+            fn, k = raw.case(d, n)
+            out[f"raw {d} {label}"] = n / bench.time_case(fn, n, 0.25) / 1e9
+            del k
+    for down, name in ((False, "to_gpu"), (True, "get")):
+        call, total, blocking = bench_scale.async_overlap(n, 0.5, down=down)
+        out[f"{name}_async arrival {label}"] = n / total / 1e9
+        out[f"{name} blocking {label}"] = n / blocking / 1e9
+for label in ([] if os.environ.get("AB_ASYNC") else sys.argv[1:]):
     n = bench.parse_size(label)
     host, dst = bench.pageable_array(n), bench.pageable_array(n)
     g = pygpu.to_gpu(host)
@@ -64,6 +79,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--sizes", default="16M,64M,256M", help="comma-separated, e.g. 16M,1G")
+    ap.add_argument("--async", dest="async_", action="store_true",
+                    help="the async calls' arrival against the blocking calls instead")
     ap.add_argument("settings", nargs="*")
     args = ap.parse_args(argv)
     settings = [""] + args.settings
@@ -84,6 +101,8 @@ def main(argv=None):
             # setting says)
             env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
             env.update(dict(kv.split("=", 1) for kv in s.split()))
+            if args.async_:
+                env["AB_ASYNC"] = "1"
             p = subprocess.run([sys.executable, "-c", CHILD, *args.sizes.split(",")], env=env, capture_output=True,
                                text=True, cwd=here)
             if p.returncode != 0 or not p.stdout.strip():
