@@ -283,6 +283,43 @@ def test_a_big_transfer_alone_takes_threads_alone(run_python):
     assert set(parts["setting 0"]) == {8}, parts
 
 
+def test_a_transfer_of_64_kib_is_copied_by_its_caller_alone(run_python):
+    """Staged transfers of at most 64 KiB are copied by the calling thread
+    alone (handing half to a worker cost more than it saved): the trace
+    shows one part on one CPU for uploads and downloads of 64 KiB, and
+    more parts for 96 KiB, whatever the thread setting; the data arrive
+    whole."""
+    import re
+    code = """
+import sys, numpy as np, pygpu
+pygpu.transfer_config(min_bytes=0, threads=4)
+rng = np.random.default_rng(3)
+for n in (64 << 10, 96 << 10):
+    a = rng.integers(0, 256, n, dtype=np.uint8)
+    print("size", n, file=sys.stderr, flush=True)
+    g = pygpu.to_gpu(a)
+    out = np.empty_like(a)
+    out[...] = 0
+    g.get(ary=out)
+    assert (out == a).all()
+print("ok")
+"""
+    env = {"PYGPU_STAGING_TRACE": "1"}
+    if HOST:
+        env.update(PYGPU_BACKEND="host")
+    proc = run_python(code, env=env, timeout=JOIN_TIMEOUT)
+    assert proc.stdout.split()[-1] == "ok"
+    parts, size = {}, None
+    for line in proc.stderr.splitlines():
+        m = re.match(r"size (\d+)", line)
+        if m:
+            size = int(m.group(1))
+        elif line.startswith("pygpu staging") and size:
+            parts.setdefault(size, []).extend(int(p) for p in re.findall(r" c\d+@[0-9.]+\[\d+K\]\{(\d+) parts", line))
+    assert parts[64 << 10] and set(parts[64 << 10]) == {1}, parts
+    assert parts[96 << 10] and max(parts[96 << 10]) >= 2, parts
+
+
 @pytest.mark.parametrize("limit", [0, 200 << 10, 1 << 20])
 def test_threads_at_the_pinned_pool_limit(staging, limit):
     """Eight threads transferring while the pinned pool's limit leaves room

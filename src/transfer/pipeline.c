@@ -107,6 +107,8 @@ static int engine_take(pygpu_staging_ctx *c, pygpu_transfer_config *cfg, const p
     size_t bytes = (size_t)(layout_size(h) * h->itemsize);
     if (cfg->threads_alone > 0 && bytes > (size_t)cfg->depth * cfg->chunk && pygpu_lanes_alone())
         cfg->threads = cfg->threads_alone;
+    if (bytes <= PYGPU_SOLO_MAX)
+        cfg->threads = 1;
     int want = pygpu_range_parts((ptrdiff_t)(bytes < cfg->chunk ? bytes : cfg->chunk), cfg->threads) - 1;
     pygpu_workers_heat(want < cfg->threads - 1 ? want : cfg->threads - 1);
     return 1;

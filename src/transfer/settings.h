@@ -15,6 +15,11 @@
  * through a page-locked block (docs/performance.md). */
 #define PYGPU_BOUNCE_MAX 4096
 
+/* Staged transfers of at most this many bytes are copied by their caller
+ * alone: handing half to a worker costs more than it saves
+ * (docs/performance.md: mid-size transfers). */
+#define PYGPU_SOLO_MAX ((size_t)64 << 10)
+
 typedef struct {
     size_t chunk;               /* bytes per staging buffer */
     int depth;                  /* staging buffers in flight */
