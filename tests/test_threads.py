@@ -255,6 +255,20 @@ print("ok")
 """
 
 
+def traced_copies(stderr, marker):
+    """(phase, [(KiB, parts) of each host copy]) for each staged transfer
+    in a PYGPU_STAGING_TRACE=1 log, its phase the last group of the last
+    line before it matching `marker`."""
+    import re
+    phase = None
+    for line in stderr.splitlines():
+        m = re.match(marker, line)
+        if m:
+            phase = m.group(1)
+        elif line.startswith("pygpu staging") and phase is not None:
+            yield phase, [(int(k), int(p)) for k, p in re.findall(r" c\d+@[0-9.]+\[(\d+)K\]\{(\d+) parts", line)]
+
+
 def test_a_big_transfer_alone_takes_threads_alone(run_python):
     """A transfer of more than depth x chunk bytes while no other is at
     work in the process copies each chunk on threads_alone threads (the
@@ -262,21 +276,16 @@ def test_a_big_transfer_alone_takes_threads_alone(run_python):
     per thread: 20 for 5 threads); one that is not bigger, one that starts
     while another thread transfers, and any with threads_alone=0 use
     `threads` (8 parts for 2)."""
-    import re
     env = {"PYGPU_STAGING_TRACE": "1"}
     if HOST:
         env.update(PYGPU_BACKEND="host", PYGPU_HOST_DEVICES="1")
     proc = run_python(ALONE_SCRIPT, env=env, timeout=JOIN_TIMEOUT)
     assert proc.stdout.split()[-1] == "ok"
-    parts, name = {}, None
-    for line in proc.stderr.splitlines():
-        m = re.match(r"phase (.*)", line)
-        if m:
-            name = m.group(1)
-        elif line.startswith("pygpu staging") and name:
-            full = [int(p) for k, p in re.findall(r" c\d+@[0-9.]+\[(\d+)K\]\{(\d+) parts", line) if int(k) >= 512]
-            if full:
-                parts.setdefault(name, []).append(max(full))
+    parts = {}
+    for name, copies in traced_copies(proc.stderr, r"phase (.*)"):
+        full = [p for k, p in copies if k >= 512]
+        if full:
+            parts.setdefault(name, []).append(max(full))
     assert set(parts["alone"]) == {20}, parts
     assert set(parts["small"]) == {8}, parts
     assert 8 in parts["crowded"], parts
@@ -289,7 +298,6 @@ def test_a_transfer_of_64_kib_is_copied_by_its_caller_alone(run_python):
     shows one part on one CPU for uploads and downloads of 64 KiB, and
     more parts for 96 KiB, whatever the thread setting; the data arrive
     whole."""
-    import re
     code = """
 import sys, numpy as np, pygpu
 pygpu.transfer_config(min_bytes=0, threads=4)
@@ -309,13 +317,9 @@ print("ok")
         env.update(PYGPU_BACKEND="host")
     proc = run_python(code, env=env, timeout=JOIN_TIMEOUT)
     assert proc.stdout.split()[-1] == "ok"
-    parts, size = {}, None
-    for line in proc.stderr.splitlines():
-        m = re.match(r"size (\d+)", line)
-        if m:
-            size = int(m.group(1))
-        elif line.startswith("pygpu staging") and size:
-            parts.setdefault(size, []).extend(int(p) for p in re.findall(r" c\d+@[0-9.]+\[\d+K\]\{(\d+) parts", line))
+    parts = {}
+    for size, copies in traced_copies(proc.stderr, r"size (\d+)"):
+        parts.setdefault(int(size), []).extend(p for _, p in copies)
     assert parts[64 << 10] and set(parts[64 << 10]) == {1}, parts
     assert parts[96 << 10] and max(parts[96 << 10]) >= 2, parts
 
