@@ -48,7 +48,7 @@ typedef struct {
 
 struct task {
     task *next;                 /* in the mover's (or lander's) queue */
-    task *reap_next;          /* in the reaper's list (an upload is there while the mover may still have it) */
+    task *reap_next;            /* in the reaper's list (an upload is there while the mover may still have it) */
     char *block;                /* the page-locked copy of the host data */
     char *host;
     ptrdiff_t shape[PYGPU_MAXDIMS], strides[PYGPU_MAXDIMS], itemsize;

@@ -69,8 +69,9 @@ def main(argv=None):
         alone = statistics.median(a for a, _ in v)
         beside = statistics.median(b for _, b in v)
         ratios = [b / a for a, b in v]
-        print(f"1 MiB from {small_kind:>8} beside {args.big // MiB} MiB from {big_kind:>8}: {alone * 1e6:6.1f} us alone, "
-              f"{beside * 1e6:6.1f} us beside ({beside / alone:.2f}x; rounds {min(ratios):.2f}-{max(ratios):.2f})")
+        print(f"1 MiB from {small_kind:>8} beside {args.big // MiB} MiB from {big_kind:>8}: "
+              f"{alone * 1e6:6.1f} us alone, {beside * 1e6:6.1f} us beside ({beside / alone:.2f}x; "
+              f"rounds {min(ratios):.2f}-{max(ratios):.2f})")
     return 0
 
 
