@@ -162,7 +162,7 @@ def test_the_gates_are_the_devices_wait_where_it_has_one(run_python, wait):
     PYGPU_HOST_WAIT_VALUE=0), else a host function waiting for the mover:
     the trace names which, and either way many uploads in a row, of several
     sizes, in several layouts, on two streams, arrive whole; an upload goes
-    in chunks of 4 MiB, or in four below 16 MiB."""
+    in chunks of 8 MiB, or in four below 32 MiB."""
     if wait == "0" and pygpu.backend != "host":
         pytest.skip("PYGPU_HOST_WAIT_VALUE is the host backend's switch")
     code = """
@@ -195,7 +195,7 @@ assert pygpu.pinned_pool_stats()["background"] == 0
     gates = [line for line in p.stderr.splitlines() if line.startswith("pygpu background: up in ")]
     assert len(gates) >= 12, p.stderr[-2000:]
     chunks = sorted({int(line.split()[4]) for line in gates})
-    assert chunks == [4, 5, 10], chunks             # (4 MiB each, or a quarter of less than 16 MiB)
+    assert chunks == [4, 5], chunks                 # (8 MiB each, or a quarter of less than 32 MiB)
     named = "the device's wait on a counter" if wait == "1" else "host functions"
     assert all(line.endswith("gated by " + named) for line in gates), gates
 

@@ -34,7 +34,7 @@
 #include <time.h>
 
 #define BG_CHUNKS 256           /* chunks of an upload, at most (each costs the caller two calls on the stream) */
-#define BG_UP_CHUNK ((ptrdiff_t)4 << 20)        /* bytes an upload's chunk, where there are 4 or more (see cut) */
+#define BG_UP_CHUNK ((ptrdiff_t)8 << 20)        /* bytes an upload's chunk, where there are 4 or more (see cut) */
 #define BG_DOWN_CHUNKS 32       /* chunks of a download, at most (each has an event) */
 #define BG_DOWN_CHUNK ((ptrdiff_t)8 << 20)
 #define BG_COUNTERS 1024        /* uploads in flight gated by the device's wait, at most (then host functions) */
@@ -98,16 +98,16 @@ static short counters_free[BG_COUNTERS];
 static int ncounters_free, counters_tried;
 static atomic_int waits_fail;
 
-/* The chunks of n elements, all of one size: an upload's BG_UP_CHUNK
- * bytes, or a quarter of a smaller one (at most BG_CHUNKS); a download's
- * BG_DOWN_CHUNK bytes, or a quarter of a smaller one, or a
- * BG_DOWN_CHUNKS-th of a bigger one.  The stream has an upload's data
- * after the first chunk's copy and every chunk's DMA in turn (each gate
- * lets its DMA through some microseconds after the mover's copy, which
- * keeps up with the link), so the chunks are small: the first copy is
- * time the background adds, and above 8 MiB the copies into the block
- * would not use streaming stores.  Each chunk costs the caller two calls
- * on the stream (see docs/performance.md for the times measured). */
+/* The chunks of n elements, all of one size: BG_UP_CHUNK bytes (uploads)
+ * or BG_DOWN_CHUNK (downloads), or a quarter of a smaller transfer, or a
+ * BG_CHUNKS-th (BG_DOWN_CHUNKS-th) of a bigger one.  The stream has an
+ * upload's data after the first chunk's copy and every chunk's DMA in
+ * turn (each gate lets its DMA through some microseconds after the
+ * mover's copy, which keeps up with the link), so the first copy is time
+ * the background adds; above 8 MiB the copies into the block would not
+ * use streaming stores; and each chunk costs the caller two calls on the
+ * stream: chunks of 4 MiB arrived as fast as chunks of 8 and took the
+ * caller twice as long (docs/performance.md). */
 static void cut(task *t, ptrdiff_t n)
 {
     ptrdiff_t most_chunks = t->upload ? BG_CHUNKS : BG_DOWN_CHUNKS;
