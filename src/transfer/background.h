@@ -4,9 +4,10 @@
  * DMA of each chunk from a page-locked block behind a gate (the stream
  * waiting on a counter in page-locked memory, else a host function) that
  * opens once the mover thread has copied that chunk into the block, and
- * returns; work queued on the stream afterwards sees the data.  The host memory's owner is kept until the mover is done with it,
- * the block until the stream has passed the last DMA.  Pure C, callable
- * without the GIL, except pygpu_bg_reap.
+ * returns; work queued on the stream afterwards sees the data.  The host
+ * memory's owner and the block are kept until the mover is done with the
+ * task and the stream has passed its last DMA.  Pure C, callable without
+ * the GIL, except pygpu_bg_reap.
  */
 #ifndef PYGPU_TRANSFER_BACKGROUND_H
 #define PYGPU_TRANSFER_BACKGROUND_H

@@ -103,8 +103,8 @@ static int engine_take(pygpu_staging_ctx *c, pygpu_transfer_config *cfg, const p
     /* A transfer bigger than the staging buffers, alone in the process,
      * has threads_alone threads (docs/performance.md: threads for a
      * transfer alone); one of PYGPU_SOLO_MAX bytes or less, its caller
-     * alone.  The workers that its biggest chunk can use spin
-     * while it runs; the others sleep (a 64 KiB copy wakes one, not all). */
+     * alone.  The workers that its biggest chunk can use spin while it
+     * runs; the others sleep (a 128 KiB copy wakes one, not all). */
     size_t bytes = (size_t)(layout_size(h) * h->itemsize);
     if (cfg->threads_alone > 0 && bytes > (size_t)cfg->depth * cfg->chunk && pygpu_lanes_alone())
         cfg->threads = cfg->threads_alone;
