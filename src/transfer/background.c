@@ -125,17 +125,13 @@ static void cut(task *t, ptrdiff_t n)
     t->start[t->nchunks] = n;
 }
 
-/* The threads that copy a task's chunks: as for a staged transfer
- * (pipeline.c), threads_alone for one bigger than the staging buffers
- * while no staged transfer is at work in the process, else threads. */
+/* The threads that copy a task's chunks, as for a staged transfer (alone:
+ * no staged transfer at work, the background holding no lane). */
 static int task_threads(const task *t)
 {
     pygpu_transfer_config cfg;
     pygpu_transfer_config_get(&cfg);
-    size_t bytes = (size_t)(t->start[t->nchunks] * t->itemsize);
-    if (cfg.threads_alone > 0 && bytes > (size_t)cfg.depth * cfg.chunk && pygpu_lanes_idle())
-        return cfg.threads_alone;
-    return cfg.threads;
+    return pygpu_transfer_threads(&cfg, (size_t)(t->start[t->nchunks] * t->itemsize), pygpu_lanes_idle());
 }
 
 static void copy_chunk(task *t, int k, int threads)
@@ -459,8 +455,11 @@ pygpu_status pygpu_bg_upload(char *dev, const char *host, const ptrdiff_t *strid
             atomic_store(&waits_fail, 1);
             wait = 0;               /* (this chunk on: host functions; the mover still raises the counter) */
         }
-        t->gate[k] = (gate_arg){t, k};
-        if (wait || (r = pygpu_rt_launch_host_func(s, gate, &t->gate[k])) == 0)
+        if (!wait) {
+            t->gate[k] = (gate_arg){t, k};
+            r = pygpu_rt_launch_host_func(s, gate, &t->gate[k]);
+        }
+        if (r == 0)
             r = pygpu_rt_memcpy_async(dev + e * itemsize, t->block + e * itemsize, (size_t)bytes, PYGPU_COPY_H2D,
                                       s);
     }

@@ -100,16 +100,11 @@ static int engine_take(pygpu_staging_ctx *c, pygpu_transfer_config *cfg, const p
         c->lane = NULL;
         return 0;
     }
-    /* A transfer bigger than the staging buffers, alone in the process,
-     * has threads_alone threads (docs/performance.md: threads for a
-     * transfer alone); one of PYGPU_SOLO_MAX bytes or less, its caller
-     * alone.  The workers that its biggest chunk can use spin while it
+    /* The threads for its size (alone: the lane just taken is the only one
+     * at work).  The workers that its biggest chunk can use spin while it
      * runs; the others sleep (a 128 KiB copy wakes one, not all). */
     size_t bytes = (size_t)(layout_size(h) * h->itemsize);
-    if (cfg->threads_alone > 0 && bytes > (size_t)cfg->depth * cfg->chunk && pygpu_lanes_alone())
-        cfg->threads = cfg->threads_alone;
-    if (bytes <= PYGPU_SOLO_MAX)
-        cfg->threads = 1;
+    cfg->threads = pygpu_transfer_threads(cfg, bytes, pygpu_lanes_alone());
     int want = pygpu_range_parts((ptrdiff_t)(bytes < cfg->chunk ? bytes : cfg->chunk), cfg->threads) - 1;
     pygpu_workers_heat(want < cfg->threads - 1 ? want : cfg->threads - 1);
     return 1;

@@ -55,6 +55,15 @@ void pygpu_transfer_config_get(pygpu_transfer_config *c)
     pthread_mutex_unlock(&config_mu);
 }
 
+int pygpu_transfer_threads(const pygpu_transfer_config *c, size_t bytes, int alone)
+{
+    if (bytes <= PYGPU_SOLO_MAX)
+        return 1;
+    if (alone && c->threads_alone > 0 && bytes > (size_t)c->depth * c->chunk)
+        return c->threads_alone;
+    return c->threads;
+}
+
 void pygpu_transfer_config_set(const pygpu_transfer_config *c)
 {
     pthread_mutex_lock(&config_mu);

@@ -38,6 +38,12 @@ void pygpu_transfer_config_get(pygpu_transfer_config *c);
 /* Set them, clamped to their ranges (the caller releases the staging
  * buffers of the old size: pygpu_staging_release). */
 void pygpu_transfer_config_set(const pygpu_transfer_config *c);
+/* The host threads that copy a transfer of `bytes` under settings c, where
+ * `alone` says whether no other staged transfer is at work in the
+ * process: threads_alone for one bigger than the staging buffers alone
+ * (docs/performance.md: threads for a transfer alone), the caller only
+ * for one of PYGPU_SOLO_MAX bytes or less, else threads. */
+int pygpu_transfer_threads(const pygpu_transfer_config *c, size_t bytes, int alone);
 
 /* Registers the settings' fork handler (its lock held over fork). */
 void pygpu_settings_init(void);
