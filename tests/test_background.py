@@ -434,6 +434,49 @@ g.get(ary=out)
     assert ": staged (" in downs[3], downs[3]
 
 
+@pytest.mark.parametrize("cache", [None, "2M"])
+def test_downloads_bigger_than_the_cache_are_copied_out_streaming(run_python, cache):
+    """A download bigger than the host's last-level cache (PYGPU_CACHE_BYTES
+    where set, else the CPU's) is copied out of its page-locked block with
+    non-temporal stores, a smaller one with plain stores, as the trace
+    says; either way every destination layout and dtype gets NumPy's
+    answer."""
+    code = """
+import time, numpy as np, pygpu
+pygpu.transfer_config(min_bytes=0)
+rng = np.random.default_rng(11)
+s = pygpu.Stream()
+def settle():
+    end = time.monotonic() + 30
+    while pygpu.pinned_pool_stats()["background"] and time.monotonic() < end:
+        time.sleep(0.002)
+for n in (3 * MiB // 2, 3 * MiB):
+    for dtype in (np.float64, np.int16, np.uint8):
+        a = rng.integers(0, 100, n // np.dtype(dtype).itemsize).astype(dtype).reshape(16, -1)
+        g = pygpu.to_gpu(a)
+        big = np.zeros((32, 2 * a.shape[1]), dtype)
+        for dest in (np.zeros_like(a), np.zeros_like(a, order="F"), big[::2, ::2], big[::-2, ::-2]):
+            for _ in range(2):              # (the first makes the block for the next)
+                dest[...] = 0
+                g.get_async(stream=s, ary=dest)
+                s.synchronize()
+                settle()
+                np.testing.assert_array_equal(dest, a)
+""".replace("MiB", str(MiB))
+    env = {"PYGPU_STAGING_TRACE": "1"}
+    if cache:
+        env["PYGPU_CACHE_BYTES"] = cache
+    p = run_python(code, env=env)
+    downs = [line for line in p.stderr.splitlines() if line.startswith("pygpu background: down in ")]
+    small = [line for line in downs if " in 4 chunks" in line and line.endswith("plain stores")]
+    streaming = [line for line in downs if line.endswith("streaming stores")]
+    assert len(downs) >= 12, p.stderr[-2000:]
+    if cache:       # (1.5 MiB under the 2 MiB said, 3 MiB over it)
+        assert streaming and small and len(streaming) + len(small) == len(downs), downs
+    else:           # (no CPU's last-level cache is under 3 MiB)
+        assert not streaming, downs
+
+
 def test_the_destination_is_kept_until_the_download_is_over(pageable):
     """The caller may drop the destination at once: the download keeps it
     until the stream has passed it and the next PyGPU call has reaped it,

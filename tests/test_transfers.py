@@ -846,15 +846,16 @@ def test_host_copies_are_cut_into_parts_per_thread():
     ("loop-gap.py", ["64K"], "64K gap 2000 us: get"),
     ("dma-after-read.py", [], "needs the CUDA runtime"),
     ("wait-latency.py", ["--reps", "2"], ("needs CuPy and the NVIDIA driver", "a 4 MiB DMA alone")),
-    ("ab-staging.py", ["--async", "--reps", "1", "--sizes", "2M"], "to_gpu_async arrival 2M"),
+    ("ab-staging.py", ["--async", "--reps", "1", "--sizes", "2M"], "to_gpu_async call share 2M"),
+    ("call-costs.py", ["--reps", "2"], ("needs CuPy and the NVIDIA driver", "pygpu.to_gpu_async, 64 MiB")),
     ("beside-floor.py", ["--rounds", "1", "--big", "16777216", "--seconds", "0.05"],
      "1 MiB from pageable beside 16 MiB from pageable"),
 ])
 def test_research_tools_run_on_the_host_backend(tool, args, want):
     """tools/research's loop-gap, dma-after-read, wait-latency,
-    ab-staging --async and beside-floor run (on the host backend, where the raw runtime
-    calls are missing, they say so; wait-latency uses CuPy, not PyGPU, and
-    measures wherever CuPy finds a device)."""
+    ab-staging --async (with the call's share), call-costs and beside-floor run (on the host backend, where the raw runtime
+    calls are missing, they say so; wait-latency and call-costs use CuPy,
+    and measure wherever CuPy finds a device)."""
     import os
     import pathlib
     import subprocess

@@ -65,6 +65,7 @@ struct task {
      * lander copies out those), the device, and whether the lander is done. */
     pygpu_event_t ev[BG_DOWN_CHUNKS];
     int queued, device, landed;
+    int land_stream;            /* a download's copy-out with non-temporal stores (pygpu_down_stream) */
     int claimed;                /* taken by its thread (bg_mu); a download's host function may take it first */
 };
 
@@ -147,7 +148,7 @@ static void land_chunk(task *t, int k, int threads)
 {
     ptrdiff_t e = t->start[k], cnt = t->start[k + 1] - e;
     pygpu_range_job j = {{t->host, t->strides, 0}, {t->block + e * t->itemsize, NULL, 0}, t->shape, t->nd,
-                         t->itemsize, e, cnt, 0};
+                         t->itemsize, e, cnt, t->land_stream};
     pygpu_parallel_range(&j, threads);
 }
 
@@ -545,8 +546,12 @@ pygpu_status pygpu_bg_download(char *host, const ptrdiff_t *strides, int nd, con
         return 0;
     }
     t->owner = owner;
+    t->land_stream = pygpu_down_stream((size_t)(t->start[t->nchunks] * itemsize));
     *taken = 1;
     atomic_fetch_add(&pending, 1);
+    if (pygpu_trace_on)
+        fprintf(stderr, "pygpu background: down in %d chunks, copied out with %s stores\n", t->nchunks,
+                t->land_stream ? "streaming" : "plain");
     for (int k = 0; r == 0 && k < t->nchunks; k++) {
         ptrdiff_t e = t->start[k], bytes = (t->start[k + 1] - e) * itemsize;
         if ((r = pygpu_rt_memcpy_async(t->block + e * itemsize, dev + e * itemsize, (size_t)bytes, PYGPU_COPY_D2H,

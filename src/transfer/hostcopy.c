@@ -10,6 +10,8 @@
 
 #include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -30,6 +32,45 @@
 int pygpu_up_stream(ptrdiff_t bytes)
 {
     return bytes <= STREAM_MAX_CHUNK;
+}
+
+/* The size of cpu0's level-3 cache as sysfs gives it ("307200K"), or 0. */
+static size_t sysfs_cache_bytes(void)
+{
+    char text[32] = "";
+    FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
+    if (!f)
+        return 0;
+    if (!fgets(text, sizeof text, f))
+        text[0] = 0;
+    fclose(f);
+    return pygpu_parse_bytes(text);
+}
+
+size_t pygpu_cache_bytes(void)
+{
+    static size_t known;                /* (read once; every thread finds the same) */
+    size_t b = __atomic_load_n(&known, __ATOMIC_RELAXED);
+    if (b)
+        return b;
+    b = pygpu_parse_bytes(getenv("PYGPU_CACHE_BYTES"));
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    if (!b) {
+        long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+        b = l3 > 0 ? (size_t)l3 : 0;
+    }
+#endif
+    if (!b)
+        b = sysfs_cache_bytes();
+    if (!b)
+        b = (size_t)32 << 20;
+    __atomic_store_n(&known, b, __ATOMIC_RELAXED);
+    return b;
+}
+
+int pygpu_down_stream(size_t bytes)
+{
+    return bytes > pygpu_cache_bytes();
 }
 
 #if defined(__x86_64__)

@@ -162,17 +162,8 @@ static int slot_new(void *p, size_t size)
 static size_t default_limit(void)
 {
     const char *e = getenv("PYGPU_PINNED_LIMIT");
-    if (e && *e) {
-        char *end;
-        unsigned long long v = strtoull(e, &end, 10);
-        switch (*end) {
-        case 'G': case 'g': v <<= 10; /* fall through */
-        case 'M': case 'm': v <<= 10; /* fall through */
-        case 'K': case 'k': v <<= 10; break;
-        default: break;
-        }
-        return (size_t)v;
-    }
+    if (e && *e)
+        return pygpu_parse_bytes(e);
     long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
     return pages > 0 && size > 0 ? (size_t)pages * (size_t)size / 4 : (size_t)1 << 30;
 }

@@ -8,8 +8,25 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+size_t pygpu_parse_bytes(const char *s)
+{
+    char *end;
+    if (!s || !*s)
+        return 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    switch (*end) {
+    case 'T': case 't': v <<= 10; /* fall through */
+    case 'G': case 'g': v <<= 10; /* fall through */
+    case 'M': case 'm': v <<= 10; /* fall through */
+    case 'K': case 'k': v <<= 10; break;
+    default: break;
+    }
+    return (size_t)v;
+}
 
 static pthread_mutex_t config_mu = PTHREAD_MUTEX_INITIALIZER;
 static pygpu_transfer_config config;

@@ -45,6 +45,10 @@ void pygpu_transfer_config_set(const pygpu_transfer_config *c);
  * for one of PYGPU_SOLO_MAX bytes or less, else threads. */
 int pygpu_transfer_threads(const pygpu_transfer_config *c, size_t bytes, int alone);
 
+/* A byte count as the environment gives one: digits, then K, M, G or T
+ * (powers of 1024) or nothing; 0 for an empty or unreadable one. */
+size_t pygpu_parse_bytes(const char *s);
+
 /* Registers the settings' fork handler (its lock held over fork). */
 void pygpu_settings_init(void);
 

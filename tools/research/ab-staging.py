@@ -15,7 +15,8 @@ cell: median GB/s, the ratio to raw pinned cudaMemcpy (as built, same run;
 none on the host backend), [lowest-highest].  With --async: how fast
 to_gpu_async and get_async of touched pageable memory put the data on
 the stream (bytes over the time from the call until the stream has them,
-bench_scale.async_overlap), beside the blocking calls, instead.
+bench_scale.async_overlap), beside the blocking calls, and the call's
+share of that time, instead.
 """
 import argparse
 import glob
@@ -46,6 +47,7 @@ for label in (sys.argv[1:] if os.environ.get("AB_ASYNC") else []):
     for down, name in ((False, "to_gpu"), (True, "get")):
         call, total, blocking = bench_scale.async_overlap(n, 0.5, down=down)
         out[f"{name}_async arrival {label}"] = n / total / 1e9
+        out[f"{name}_async call share {label}"] = call / total
         out[f"{name} blocking {label}"] = n / blocking / 1e9
 for label in ([] if os.environ.get("AB_ASYNC") else sys.argv[1:]):
     n = bench.parse_size(label)
@@ -122,6 +124,9 @@ def main(argv=None):
         for s in settings:
             v = res[s][k]
             m = statistics.median(v)
+            if " share " in k:              # (the call's time over the time until the stream has the data)
+                cells.append(f"{m:.3f} [{min(v):.3f}-{max(v):.3f}]")
+                continue
             ratio = f" ({m / statistics.median(ceil):.2f})" if ceil else ""
             cells.append(f"{m:.1f}{ratio} [{min(v):.0f}-{max(v):.0f}]")
         print(f"{k:<28}" + "".join(f"{c:>{width}}" for c in cells))
