@@ -434,13 +434,16 @@ g.get(ary=out)
     assert ": staged (" in downs[3], downs[3]
 
 
-@pytest.mark.parametrize("cache", [None, "2M"])
-def test_downloads_bigger_than_the_cache_are_copied_out_streaming(run_python, cache):
+@pytest.mark.parametrize("cache, wait", [(None, "1"), ("2M", "1"), ("2M", "0")])
+def test_downloads_bigger_than_the_cache_go_through_a_ring(run_python, cache, wait):
     """A download bigger than the host's last-level cache (PYGPU_CACHE_BYTES
-    where set, else the CPU's) is copied out of its page-locked block with
-    non-temporal stores, a smaller one with plain stores, as the trace
-    says; either way every destination layout and dtype gets NumPy's
-    answer."""
+    where set, else the CPU's) goes through a ring of four chunks where
+    the stream can wait on a counter (each DMA waiting for the lander to
+    have copied out the chunk four before it), and is copied out with
+    non-temporal stores; a smaller one goes through a block as big as it
+    and plain stores.  The trace says which; either way every destination
+    layout and dtype gets NumPy's answer, and work queued after the call
+    (a fill) does not reach what came down."""
     code = """
 import time, numpy as np, pygpu
 pygpu.transfer_config(min_bytes=0)
@@ -450,31 +453,35 @@ def settle():
     end = time.monotonic() + 30
     while pygpu.pinned_pool_stats()["background"] and time.monotonic() < end:
         time.sleep(0.002)
-for n in (3 * MiB // 2, 3 * MiB):
+for n in (3 * MiB // 2, 3 * MiB + 4096):
     for dtype in (np.float64, np.int16, np.uint8):
         a = rng.integers(0, 100, n // np.dtype(dtype).itemsize).astype(dtype).reshape(16, -1)
-        g = pygpu.to_gpu(a)
         big = np.zeros((32, 2 * a.shape[1]), dtype)
         for dest in (np.zeros_like(a), np.zeros_like(a, order="F"), big[::2, ::2], big[::-2, ::-2]):
             for _ in range(2):              # (the first makes the block for the next)
+                g = pygpu.to_gpu(a)
                 dest[...] = 0
                 g.get_async(stream=s, ary=dest)
+                g.fill(0, stream=s)
                 s.synchronize()
                 settle()
                 np.testing.assert_array_equal(dest, a)
+assert pygpu.pinned_pool_stats()["background"] == 0
 """.replace("MiB", str(MiB))
-    env = {"PYGPU_STAGING_TRACE": "1"}
+    env = {"PYGPU_STAGING_TRACE": "1", "PYGPU_HOST_WAIT_VALUE": wait}
     if cache:
         env["PYGPU_CACHE_BYTES"] = cache
     p = run_python(code, env=env)
     downs = [line for line in p.stderr.splitlines() if line.startswith("pygpu background: down in ")]
-    small = [line for line in downs if " in 4 chunks" in line and line.endswith("plain stores")]
-    streaming = [line for line in downs if line.endswith("streaming stores")]
+    whole = [line for line in downs if line.endswith(" in 4 chunks through a whole block, copied out with plain stores")]
+    ring = [line for line in downs if line.endswith(" in 8 chunks through a ring, copied out with streaming stores")]
     assert len(downs) >= 12, p.stderr[-2000:]
-    if cache:       # (1.5 MiB under the 2 MiB said, 3 MiB over it)
-        assert streaming and small and len(streaming) + len(small) == len(downs), downs
-    else:           # (no CPU's last-level cache is under 3 MiB)
-        assert not streaming, downs
+    if not cache:   # (no CPU's last-level cache is under 3 MiB)
+        assert len(whole) == len(downs), downs
+    elif wait == "1":           # (1.5 MiB under the 2 MiB said, 3 MiB over it)
+        assert whole and ring and len(whole) + len(ring) == len(downs), downs
+    else:                       # (no ring without the stream's wait)
+        assert not ring and any(line.endswith("whole block, copied out with streaming stores") for line in downs)
 
 
 def test_the_destination_is_kept_until_the_download_is_over(pageable):

@@ -14,6 +14,13 @@
  * could be made, a host function) ends the task; the reaper, with the GIL
  * held, gives back the block and the counter and releases the owner once
  * the stream has passed that event and the mover is done with the task.
+ *
+ * Downloads: the lander thread copies each chunk out once its event has
+ * passed.  A download bigger than the last-level cache goes through a
+ * ring of BG_RING_SLOTS chunks: chunk k's DMA waits for the lander to
+ * have copied out chunk k - BG_RING_SLOTS (a gate on host work, as an
+ * upload's), so that it lands in lines still cached, and the block is
+ * small.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "background.h"
@@ -35,8 +42,11 @@
 
 #define BG_CHUNKS 256           /* chunks of an upload, at most (each costs the caller two calls on the stream) */
 #define BG_UP_CHUNK ((ptrdiff_t)8 << 20)        /* bytes an upload's chunk, where there are 4 or more (see cut) */
-#define BG_DOWN_CHUNKS 32       /* chunks of a download, at most (each has an event) */
+#define BG_DOWN_CHUNKS 32       /* chunks of a download into a whole block, at most (each has an event) */
 #define BG_DOWN_CHUNK ((ptrdiff_t)8 << 20)
+#define BG_RING_SLOTS 4         /* a ring download's block: this many chunks */
+#define BG_RING_CHUNK ((ptrdiff_t)16 << 20)     /* bytes a ring download's chunk, at most (see cut) */
+#define BG_RING_CHUNKS 128      /* chunks of a ring download, at most */
 #define BG_COUNTERS 1024        /* uploads in flight gated by the device's wait, at most (then host functions) */
 
 typedef struct task task;
@@ -62,9 +72,13 @@ struct task {
     void *owner;
     size_t warm;                /* not an upload: page-lock a block of this size for the pool */
     /* A download: the event after each chunk's DMA, the chunks queued (the
-     * lander copies out those), the device, and whether the lander is done. */
-    pygpu_event_t ev[BG_DOWN_CHUNKS];
-    int queued, device, landed;
+     * lander copies out those; queuing over once `queue_over`), the
+     * device, and whether the lander is done.  A ring download's block
+     * holds `ring` chunks in turn: chunk k's DMA waits for the lander's
+     * count (`counter`, chunks copied out) to reach k + 1 - ring. */
+    pygpu_event_t ev[BG_RING_CHUNKS];
+    atomic_int queued, queue_over;
+    int device, landed, ring;
     int land_stream;            /* a download's copy-out with non-temporal stores (pygpu_down_stream) */
     int claimed;                /* taken by its thread (bg_mu); a download's host function may take it first */
 };
@@ -101,7 +115,9 @@ static atomic_int waits_fail;
 
 /* The chunks of n elements, all of one size: BG_UP_CHUNK bytes (uploads)
  * or BG_DOWN_CHUNK (downloads), or a quarter of a smaller transfer, or a
- * BG_CHUNKS-th (BG_DOWN_CHUNKS-th) of a bigger one.  The stream has an
+ * BG_CHUNKS-th (BG_DOWN_CHUNKS-th) of a bigger one; a ring download's:
+ * BG_RING_CHUNK bytes, or an eighth of a smaller one, or a
+ * BG_RING_CHUNKS-th of a bigger one.  The stream has an
  * upload's data after the first chunk's copy and every chunk's DMA in
  * turn (each gate lets its DMA through some microseconds after the
  * mover's copy, which keeps up with the link), so the first copy is time
@@ -111,11 +127,12 @@ static atomic_int waits_fail;
  * caller twice as long (docs/performance.md). */
 static void cut(task *t, ptrdiff_t n)
 {
-    ptrdiff_t most_chunks = t->upload ? BG_CHUNKS : BG_DOWN_CHUNKS;
-    ptrdiff_t per = (t->upload ? BG_UP_CHUNK : BG_DOWN_CHUNK) / t->itemsize, quarter = (n + 3) / 4,
+    ptrdiff_t most_chunks = t->upload ? BG_CHUNKS : t->ring ? BG_RING_CHUNKS : BG_DOWN_CHUNKS;
+    ptrdiff_t per = (t->upload ? BG_UP_CHUNK : t->ring ? BG_RING_CHUNK : BG_DOWN_CHUNK) / t->itemsize,
+              part = t->ring ? (n + 2 * BG_RING_SLOTS - 1) / (2 * BG_RING_SLOTS) : (n + 3) / 4,
               most = (n + most_chunks - 1) / most_chunks;
-    if (per > quarter)
-        per = quarter;
+    if (per > part)
+        per = part;
     if (per < most)
         per = most;
     if (per < 1)
@@ -124,6 +141,14 @@ static void cut(task *t, ptrdiff_t n)
     for (int k = 0; k < t->nchunks; k++)
         t->start[k] = k * per;
     t->start[t->nchunks] = n;
+}
+
+/* Where chunk k is in the task's block: its place in the whole, or a ring
+ * download's slot. */
+static char *slot(const task *t, int k)
+{
+    ptrdiff_t at = t->ring ? (k % t->ring) * (t->start[1] - t->start[0]) : t->start[k];
+    return t->block + at * t->itemsize;
 }
 
 /* The threads that copy a task's chunks, as for a staged transfer (alone:
@@ -147,8 +172,8 @@ static void copy_chunk(task *t, int k, int threads)
 static void land_chunk(task *t, int k, int threads)
 {
     ptrdiff_t e = t->start[k], cnt = t->start[k + 1] - e;
-    pygpu_range_job j = {{t->host, t->strides, 0}, {t->block + e * t->itemsize, NULL, 0}, t->shape, t->nd,
-                         t->itemsize, e, cnt, t->land_stream};
+    pygpu_range_job j = {{t->host, t->strides, 0}, {slot(t, k), NULL, 0}, t->shape, t->nd, t->itemsize, e, cnt,
+                         t->land_stream};
     pygpu_parallel_range(&j, threads);
 }
 
@@ -186,20 +211,38 @@ static void copy_task(task *t)
     pygpu_workers_cool();
 }
 
+/* 1 once chunk k's DMA and event are queued, 0 if they never will be
+ * (queuing stopped before them). */
+static int chunk_queued(task *t, int k)
+{
+    for (int spins = 0;; spins++) {
+        if (atomic_load(&t->queued) > k)
+            return 1;
+        if (atomic_load(&t->queue_over))
+            return atomic_load(&t->queued) > k;
+        if (spins > 64)
+            nanosleep(&(struct timespec){0, 20000}, NULL);
+    }
+}
+
 /* A download's chunks into the host memory: each once its event has
  * passed where `wait` (the lander), else at once (the host function after
- * them all, which may make no runtime call).  After a failed DMA nothing
- * more is copied (the stream holds the error, for its next
- * synchronization to raise). */
+ * them all, which may make no runtime call); a ring download's count
+ * raised after each.  After a failed DMA nothing more is copied (the
+ * stream holds the error, for its next synchronization to raise). */
 static void land_task(task *t, int wait)
 {
     int ok = 1, threads = task_threads(t);
     pygpu_workers_heat(threads - 1);
-    for (int k = 0; ok && k < t->queued; k++) {
+    for (int k = 0; ok && chunk_queued(t, k); k++) {
         if (wait && !(ok = pygpu_rt_event_synchronize(t->ev[k]) == 0))
             break;
         land_chunk(t, k, threads);
+        if (t->ring)                    /* (the slot's lines read: its next DMA may go) */
+            __atomic_store_n(t->counter, (uint32_t)(k + 1), __ATOMIC_RELEASE);
     }
+    if (t->ring)                        /* (after a failure too: no gate is left shut) */
+        __atomic_store_n(t->counter, (uint32_t)t->nchunks, __ATOMIC_RELEASE);
     pygpu_workers_cool();
     if (!ok)
         (void)pygpu_rt_get_last_error();
@@ -390,10 +433,20 @@ static void finish(void *arg)
     pthread_mutex_unlock(&bg_mu);
 }
 
+/* Whether a download of `bytes` goes through a ring: where it is bigger
+ * than the last-level cache, so that its chunks land in lines the cores
+ * have just read out of the block, still cached, and the block stays
+ * small (docs/performance.md: background downloads). */
+static int ring_wanted(size_t bytes)
+{
+    return bytes > pygpu_cache_bytes();
+}
+
 /* A task for host elements [0, n) in C order over shape (strides: the
  * host layout at `host`) with its block and its chunks; NULL when the
  * transfer is not for the background (too small, or no cached block fits:
- * then the mover page-locks one for the next). */
+ * then the mover page-locks one for the next).  A download bigger than the
+ * cache goes through a ring where the stream can wait on a counter. */
 static task *task_new(int upload, char *host, const ptrdiff_t *strides, int nd, const ptrdiff_t *shape,
                       ptrdiff_t itemsize)
 {
@@ -405,18 +458,26 @@ static task *task_new(int upload, char *host, const ptrdiff_t *strides, int nd, 
     task *t = calloc(1, sizeof *t);
     if (!t)
         return NULL;
-    if (!(t->block = pygpu_pinned_take_cached((size_t)(n * itemsize)))) {
-        free(t);
-        warm_pool((size_t)(n * itemsize));
-        return NULL;
-    }
     t->upload = upload;
     t->host = host;
     t->nd = nd;
     t->itemsize = itemsize;
     memcpy(t->shape, shape, (size_t)nd * sizeof *shape);
     memcpy(t->strides, strides, (size_t)nd * sizeof *strides);
+    if (!upload && ring_wanted((size_t)(n * itemsize)) && (t->counter = counter_take()) != NULL)
+        t->ring = BG_RING_SLOTS;
     cut(t, n);
+    size_t bytes = (size_t)((t->ring ? t->ring * (t->start[1] - t->start[0]) : n) * itemsize);
+    if (!(t->block = pygpu_pinned_take_cached(bytes))) {
+        if (t->counter) {
+            pthread_mutex_lock(&bg_mu);
+            counter_give(t->counter);
+            pthread_mutex_unlock(&bg_mu);
+        }
+        free(t);
+        warm_pool(bytes);
+        return NULL;
+    }
     return t;
 }
 
@@ -531,6 +592,21 @@ static int events_made(task *t)
     return 1;
 }
 
+/* A download not taken after all: what it holds given back (its events
+ * where `events` says they are made; it is no thread's). */
+static void download_drop(task *t, int events)
+{
+    for (int k = 0; events && k < t->nchunks; k++)
+        (void)pygpu_rt_event_destroy(t->ev[k]);
+    if (t->counter) {
+        pthread_mutex_lock(&bg_mu);
+        counter_give(t->counter);
+        pthread_mutex_unlock(&bg_mu);
+    }
+    pygpu_pinned_give(t->block);
+    free(t);
+}
+
 pygpu_status pygpu_bg_download(char *host, const ptrdiff_t *strides, int nd, const ptrdiff_t *shape,
                                ptrdiff_t itemsize, const char *dev, pygpu_stream_t s, void *owner, int *taken)
 {
@@ -541,44 +617,51 @@ pygpu_status pygpu_bg_download(char *host, const ptrdiff_t *strides, int nd, con
         return 0;
     if (pygpu_rt_get_device(&t->device) != 0 || !events_made(t)) {
         (void)pygpu_rt_get_last_error();
-        pygpu_pinned_give(t->block);
-        free(t);
+        download_drop(t, 0);
+        return 0;
+    }
+    /* A ring needs the stream's wait (a wait for 0 queues nothing it
+     * would hold), and the lander at work while the chunks are queued: it
+     * is handed the task first (the host's runtime, whose gates wait in
+     * this call, needs that too).  Else the download is not taken. */
+    if (t->ring && pygpu_rt_stream_wait_value(s, t->counter, 0) != 0) {
+        atomic_store(&waits_fail, 1);
+        download_drop(t, 1);
+        return 0;
+    }
+    pthread_mutex_lock(&bg_mu);
+    int handed = enqueue(&lander, t) == 0;
+    pthread_mutex_unlock(&bg_mu);
+    if (!handed) {
+        download_drop(t, 1);
         return 0;
     }
     t->owner = owner;
     t->land_stream = pygpu_down_stream((size_t)(t->start[t->nchunks] * itemsize));
     *taken = 1;
     atomic_fetch_add(&pending, 1);
-    if (pygpu_trace_on)
-        fprintf(stderr, "pygpu background: down in %d chunks, copied out with %s stores\n", t->nchunks,
-                t->land_stream ? "streaming" : "plain");
+    if (pygpu_trace_on)                 /* (t is the lander's now, but not over before queue_over) */
+        fprintf(stderr, "pygpu background: down in %d chunks through %s, copied out with %s stores\n",
+                t->nchunks, t->ring ? "a ring" : "a whole block", t->land_stream ? "streaming" : "plain");
     for (int k = 0; r == 0 && k < t->nchunks; k++) {
         ptrdiff_t e = t->start[k], bytes = (t->start[k + 1] - e) * itemsize;
-        if ((r = pygpu_rt_memcpy_async(t->block + e * itemsize, dev + e * itemsize, (size_t)bytes, PYGPU_COPY_D2H,
-                                       s)) == 0 &&
+        if (t->ring && k >= t->ring && (r = pygpu_rt_stream_wait_value(s, t->counter, (uint32_t)(k + 1 - t->ring))))
+            break;
+        if ((r = pygpu_rt_memcpy_async(slot(t, k), dev + e * itemsize, (size_t)bytes, PYGPU_COPY_D2H, s)) == 0 &&
             (r = pygpu_rt_event_record(t->ev[k], s)) == 0)
-            t->queued = k + 1;
+            atomic_store(&t->queued, k + 1);
     }
-    /* Queued for the lander before the host function that waits for it (a
-     * runtime that runs host functions at once, the host's, runs it before
-     * this returns). */
-    pthread_mutex_lock(&bg_mu);
-    int handed = enqueue(&lander, t) == 0;
-    pthread_mutex_unlock(&bg_mu);
-    if (handed && r == 0 && (r = pygpu_rt_launch_host_func(s, landed, t)) == 0)
+    atomic_store(&t->queue_over, 1);
+    /* The host function that waits for the lander (a runtime that runs
+     * host functions at once, the host's, runs it before this returns). */
+    if (r == 0 && (r = pygpu_rt_launch_host_func(s, landed, t)) == 0)
         return 0;
-    /* Else what was queued is waited for and copied out (by the lander, or
-     * here where no lander could be started) before the block goes back;
-     * the caller raises the status, if any. */
+    /* Else what was queued is waited for and copied out by the lander
+     * before the block goes back; the caller raises the status. */
     pygpu_status w = pygpu_rt_stream_synchronize(s);
     if (r == 0)
         r = w;
-    if (handed) {
-        landed(t);
-    } else {
-        land_task(t, 1);
-        finish(t);
-    }
+    landed(t);
     return r;
 }
 
@@ -628,7 +711,7 @@ void pygpu_bg_reap(void (*release)(void *owner))
         task *next = t->reap_next;
         if (t->done)
             (void)pygpu_rt_event_destroy(t->done);
-        for (int k = 0; k < BG_DOWN_CHUNKS && t->ev[k]; k++)      /* (a download's) */
+        for (int k = 0; k < BG_RING_CHUNKS && t->ev[k]; k++)      /* (a download's) */
             (void)pygpu_rt_event_destroy(t->ev[k]);
         pygpu_pinned_give(t->block);
         if (t->owner)
