@@ -629,6 +629,7 @@ pygpu_status pygpu_bg_download(char *host, const ptrdiff_t *strides, int nd, con
         download_drop(t, 1);
         return 0;
     }
+    t->land_stream = pygpu_down_stream((size_t)(t->start[t->nchunks] * itemsize));
     pthread_mutex_lock(&bg_mu);
     int handed = enqueue(&lander, t) == 0;
     pthread_mutex_unlock(&bg_mu);
@@ -636,8 +637,7 @@ pygpu_status pygpu_bg_download(char *host, const ptrdiff_t *strides, int nd, con
         download_drop(t, 1);
         return 0;
     }
-    t->owner = owner;
-    t->land_stream = pygpu_down_stream((size_t)(t->start[t->nchunks] * itemsize));
+    t->owner = owner;                   /* (read by the reaper only, once the task is over) */
     *taken = 1;
     atomic_fetch_add(&pending, 1);
     if (pygpu_trace_on)                 /* (t is the lander's now, but not over before queue_over) */
