@@ -632,3 +632,67 @@ def test_downloads_at_the_pinned_pool_limit(pageable):
         wait_for_the_mover()
     finally:
         pygpu.set_pinned_pool_limit(saved)
+
+
+FAILED_PART_WAY = """
+import time, numpy as np, pygpu
+pygpu.transfer_config(min_bytes=0, depth=DEPTH)    # (staging windows of other sizes than the chunks')
+s = pygpu.Stream()
+n = 3 * MiB + 8000
+def settle():
+    end = time.monotonic() + 30
+    while pygpu.pinned_pool_stats()["background"] and time.monotonic() < end:
+        time.sleep(0.002)
+    assert pygpu.pinned_pool_stats()["background"] == 0
+src = np.arange(n, dtype=np.int64).astype(np.uint8)
+g = pygpu.to_gpu(src)
+def once():
+    if UP:
+        return pygpu.to_gpu_async(src, stream=s)
+    out = np.zeros(n, np.uint8)
+    g.get_async(stream=s, ary=out)
+    return out
+once()                                  # (the first of the size: staged, and a block made for the next)
+s.synchronize()
+settle()
+in_use = pygpu.pinned_pool_stats()["in_use"]
+try:
+    once()
+    s.synchronize()
+    raise SystemExit("no error")
+except pygpu.GPUError as e:
+    print("raised:", e)
+settle()
+assert pygpu.pinned_pool_stats()["in_use"] == in_use, (pygpu.pinned_pool_stats(), in_use)
+for _ in range(3):                      # (the next ones go through whole: nothing was left shut)
+    got = once()
+    s.synchronize()
+    np.testing.assert_array_equal(got.get() if UP else got, src)
+settle()
+print("after: whole")
+"""
+
+
+@pytest.mark.skipif(pygpu.backend != "host", reason="PYGPU_HOST_FAIL_COPY is the host backend's")
+@pytest.mark.parametrize("case, up, depth, chunk, nth, env", [
+    ("ring download, a gated chunk", False, 2, (3 * MiB + 8000) // 8, 6, {"PYGPU_CACHE_BYTES": "2M"}),
+    ("ring download, the first chunk", False, 2, (3 * MiB + 8000) // 8, 1, {"PYGPU_CACHE_BYTES": "2M"}),
+    ("whole-block download", False, 4, (3 * MiB + 8000) // 4, 3, {}),
+    ("upload gated by the wait", True, 4, (3 * MiB + 8000) // 4, 3, {}),
+    ("upload gated by host functions", True, 4, (3 * MiB + 8000) // 4, 3, {"PYGPU_HOST_WAIT_VALUE": "0"}),
+])
+def test_a_chunk_failing_part_way_raises_and_leaves_nothing(run_python, case, up, depth, chunk, nth, env):
+    """A background transfer whose K-th chunk DMA fails (the host backend's
+    PYGPU_HOST_FAIL_COPY, for copies of the chunks' size): the call raises
+    GPUError, nothing hangs (a ring's gates after the failure are never
+    queued, those before open as the lander copies out), the block goes
+    back to the pool and the task ends, and the next transfers of the same
+    size go through whole."""
+    code = FAILED_PART_WAY.replace("MiB", str(MiB)).replace("DEPTH", str(depth)).replace("UP", str(up))
+    p = run_python(code, env={"PYGPU_STAGING_TRACE": "1", "PYGPU_HOST_FAIL_COPY": f"{chunk}:{nth}", **env})
+    assert "raised: " in p.stdout and "cudaErrorInvalidValue" in p.stdout, p.stdout + p.stderr[-2000:]
+    assert "after: whole" in p.stdout, case
+    bg = [line for line in p.stderr.splitlines() if line.startswith("pygpu background: ")]
+    assert len(bg) == 4, (case, bg)
+    if "ring" in case:
+        assert all(" through a ring" in line for line in bg), bg

@@ -113,6 +113,12 @@ static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 static int n_devices = 1;
 static int peer_ok = 1;
 static int wait_value_ok = 1;
+/* PYGPU_HOST_FAIL_COPY=B:K: the K-th stream-ordered copy of exactly B
+ * bytes fails (K = 0 or none: every one), so that tests can fail a
+ * transfer part way. */
+static size_t fail_copy_bytes;
+static long fail_copy_nth;
+static atomic_long fail_copy_seen;
 static size_t memory_limit;             /* 0: the physical memory */
 static atomic_size_t memory_in_use;
 static size_t pool_limit;               /* bytes the pool of freed blocks may hold */
@@ -152,6 +158,12 @@ static void read_config(void)
     s = getenv("PYGPU_HOST_WAIT_VALUE");
     if (s)
         wait_value_ok = atoi(s) != 0;
+    s = getenv("PYGPU_HOST_FAIL_COPY");
+    if (s) {
+        char *colon;
+        fail_copy_bytes = (size_t)strtoull(s, &colon, 10);
+        fail_copy_nth = *colon == ':' ? atol(colon + 1) : 0;
+    }
     read_pool_config();
 }
 
@@ -462,6 +474,12 @@ pygpu_status pygpu_rt_memcpy_async(void *dst, const void *src, size_t n,
                                    enum pygpu_copy_kind k, pygpu_stream_t s)
 {
     (void)s;
+    config();
+    if (fail_copy_bytes && n == fail_copy_bytes) {
+        long seen = atomic_fetch_add(&fail_copy_seen, 1) + 1;
+        if (fail_copy_nth <= 0 || seen == fail_copy_nth)
+            return fail(H_INVALID_VALUE);
+    }
     return pygpu_rt_memcpy(dst, src, n, k);
 }
 
