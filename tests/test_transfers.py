@@ -852,10 +852,11 @@ def test_host_copies_are_cut_into_parts_per_thread():
      "1 MiB from pageable beside 16 MiB from pageable"),
 ])
 def test_research_tools_run_on_the_host_backend(tool, args, want):
-    """tools/research's loop-gap, dma-after-read, wait-latency,
-    ab-staging --async (with the call's share), call-costs and beside-floor run (on the host backend, where the raw runtime
-    calls are missing, they say so; wait-latency and call-costs use CuPy,
-    and measure wherever CuPy finds a device)."""
+    """tools/research's loop-gap, dma-after-read, wait-latency, ab-staging
+    --async (with the call's share), call-costs and beside-floor run (on
+    the host backend, where the raw runtime calls are missing, they say so;
+    wait-latency and call-costs use CuPy, and measure wherever CuPy finds a
+    device)."""
     import os
     import pathlib
     import subprocess
