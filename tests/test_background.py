@@ -475,7 +475,8 @@ assert pygpu.pinned_pool_stats()["background"] == 0
         env["PYGPU_CACHE_BYTES"] = cache
     p = run_python(code, env=env)
     downs = [line for line in p.stderr.splitlines() if line.startswith("pygpu background: down in ")]
-    whole = [line for line in downs if line.endswith(" in 4 chunks through a whole block, copied out with plain stores")]
+    whole = [line for line in downs
+             if line.endswith(" in 4 chunks through a whole block, copied out with plain stores")]
     ring = [line for line in downs if line.endswith(" in 8 chunks through a ring, copied out with streaming stores")]
     assert len(downs) >= 12, p.stderr[-2000:]
     if not cache:   # (no CPU's last-level cache is under 3 MiB)
