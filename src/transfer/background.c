@@ -79,7 +79,7 @@ struct task {
     pygpu_event_t ev[BG_RING_CHUNKS];
     atomic_int queued, queue_over;
     int device, landed, ring;
-    int land_stream;            /* a download's copy-out with non-temporal stores (pygpu_down_stream) */
+    int land_stream;            /* a download's copy-out with non-temporal stores (past the cache) */
     int claimed;                /* taken by its thread (bg_mu); a download's host function may take it first */
 };
 
@@ -433,20 +433,34 @@ static void finish(void *arg)
     pthread_mutex_unlock(&bg_mu);
 }
 
-/* Whether a download of `bytes` goes through a ring: where it is bigger
- * than the last-level cache, so that its chunks land in lines the cores
- * have just read out of the block, still cached, and the block stays
- * small (docs/performance.md: background downloads). */
-static int ring_wanted(size_t bytes)
+/* What a task holds, given back (bg_mu not held): its events, its counter,
+ * its block, and the task; not the owner.  For a task never taken, and
+ * by the reaper (which has given the counter back already). */
+static void task_free(task *t)
 {
-    return bytes > pygpu_cache_bytes();
+    if (t->done)
+        (void)pygpu_rt_event_destroy(t->done);
+    for (int k = 0; k < BG_RING_CHUNKS && t->ev[k]; k++)      /* (a download's) */
+        (void)pygpu_rt_event_destroy(t->ev[k]);
+    if (t->counter) {
+        pthread_mutex_lock(&bg_mu);
+        counter_give(t->counter);
+        pthread_mutex_unlock(&bg_mu);
+    }
+    if (t->block)
+        pygpu_pinned_give(t->block);
+    free(t);
 }
 
 /* A task for host elements [0, n) in C order over shape (strides: the
  * host layout at `host`) with its block and its chunks; NULL when the
  * transfer is not for the background (too small, or no cached block fits:
  * then the mover page-locks one for the next).  A download bigger than the
- * cache goes through a ring where the stream can wait on a counter. */
+ * last-level cache goes through a ring where the stream can wait on a
+ * counter, so that its chunks land in lines the cores have just read out
+ * of the block, still cached, and the block stays small; and it is copied
+ * out with non-temporal stores, since its destination's lines would only
+ * pass through the cache (docs/performance.md: background downloads). */
 static task *task_new(int upload, char *host, const ptrdiff_t *strides, int nd, const ptrdiff_t *shape,
                       ptrdiff_t itemsize)
 {
@@ -464,17 +478,13 @@ static task *task_new(int upload, char *host, const ptrdiff_t *strides, int nd, 
     t->itemsize = itemsize;
     memcpy(t->shape, shape, (size_t)nd * sizeof *shape);
     memcpy(t->strides, strides, (size_t)nd * sizeof *strides);
-    if (!upload && ring_wanted((size_t)(n * itemsize)) && (t->counter = counter_take()) != NULL)
+    t->land_stream = !upload && (size_t)(n * itemsize) > pygpu_cache_bytes();
+    if (t->land_stream && (t->counter = counter_take()) != NULL)
         t->ring = BG_RING_SLOTS;
     cut(t, n);
     size_t bytes = (size_t)((t->ring ? t->ring * (t->start[1] - t->start[0]) : n) * itemsize);
     if (!(t->block = pygpu_pinned_take_cached(bytes))) {
-        if (t->counter) {
-            pthread_mutex_lock(&bg_mu);
-            counter_give(t->counter);
-            pthread_mutex_unlock(&bg_mu);
-        }
-        free(t);
+        task_free(t);
         warm_pool(bytes);
         return NULL;
     }
@@ -498,16 +508,12 @@ pygpu_status pygpu_bg_upload(char *dev, const char *host, const ptrdiff_t *strid
     /* Queued for the mover first: a runtime that runs host functions at
      * once (the host's) runs the first gate before this returns. */
     pthread_mutex_lock(&bg_mu);
-    if (enqueue(&mover, t) != 0) {
-        counter_give(t->counter);
-        pthread_mutex_unlock(&bg_mu);
-        if (t->done)
-            (void)pygpu_rt_event_destroy(t->done);
-        pygpu_pinned_give(t->block);
-        free(t);
+    int handed = enqueue(&mover, t) == 0;
+    pthread_mutex_unlock(&bg_mu);
+    if (!handed) {
+        task_free(t);
         return 0;
     }
-    pthread_mutex_unlock(&bg_mu);
     *taken = 1;
     atomic_fetch_add(&pending, 1);
     int k, wait = t->counter != NULL, nchunks = t->nchunks;
@@ -584,27 +590,15 @@ static int events_made(task *t)
     for (int k = 0; k < t->nchunks; k++) {
         if (pygpu_rt_event_create(&t->ev[k], PYGPU_EVENT_DISABLE_TIMING) != 0) {
             (void)pygpu_rt_get_last_error();
-            while (k-- > 0)
+            t->ev[k] = NULL;
+            while (k-- > 0) {
                 (void)pygpu_rt_event_destroy(t->ev[k]);
+                t->ev[k] = NULL;
+            }
             return 0;
         }
     }
     return 1;
-}
-
-/* A download not taken after all: what it holds given back (its events
- * where `events` says they are made; it is no thread's). */
-static void download_drop(task *t, int events)
-{
-    for (int k = 0; events && k < t->nchunks; k++)
-        (void)pygpu_rt_event_destroy(t->ev[k]);
-    if (t->counter) {
-        pthread_mutex_lock(&bg_mu);
-        counter_give(t->counter);
-        pthread_mutex_unlock(&bg_mu);
-    }
-    pygpu_pinned_give(t->block);
-    free(t);
 }
 
 pygpu_status pygpu_bg_download(char *host, const ptrdiff_t *strides, int nd, const ptrdiff_t *shape,
@@ -617,7 +611,7 @@ pygpu_status pygpu_bg_download(char *host, const ptrdiff_t *strides, int nd, con
         return 0;
     if (pygpu_rt_get_device(&t->device) != 0 || !events_made(t)) {
         (void)pygpu_rt_get_last_error();
-        download_drop(t, 0);
+        task_free(t);
         return 0;
     }
     /* A ring needs the stream's wait (a wait for 0 queues nothing it
@@ -626,15 +620,14 @@ pygpu_status pygpu_bg_download(char *host, const ptrdiff_t *strides, int nd, con
      * this call, needs that too).  Else the download is not taken. */
     if (t->ring && pygpu_rt_stream_wait_value(s, t->counter, 0) != 0) {
         atomic_store(&waits_fail, 1);
-        download_drop(t, 1);
+        task_free(t);
         return 0;
     }
-    t->land_stream = pygpu_down_stream((size_t)(t->start[t->nchunks] * itemsize));
     pthread_mutex_lock(&bg_mu);
     int handed = enqueue(&lander, t) == 0;
     pthread_mutex_unlock(&bg_mu);
     if (!handed) {
-        download_drop(t, 1);
+        task_free(t);
         return 0;
     }
     t->owner = owner;                   /* (read by the reaper only, once the task is over) */
@@ -696,6 +689,7 @@ void pygpu_bg_reap(void (*release)(void *owner))
             if (reap_tail == o)
                 reap_tail = prev;
             counter_give(o->counter);
+            o->counter = NULL;
             o->reap_next = NULL;
             *to = o;
             to = &o->reap_next;
@@ -709,14 +703,10 @@ void pygpu_bg_reap(void (*release)(void *owner))
     pthread_mutex_unlock(&bg_mu);
     while (t) {
         task *next = t->reap_next;
-        if (t->done)
-            (void)pygpu_rt_event_destroy(t->done);
-        for (int k = 0; k < BG_RING_CHUNKS && t->ev[k]; k++)      /* (a download's) */
-            (void)pygpu_rt_event_destroy(t->ev[k]);
-        pygpu_pinned_give(t->block);
-        if (t->owner)
-            release(t->owner);
-        free(t);
+        void *owner = t->owner;
+        task_free(t);
+        if (owner)
+            release(owner);
         atomic_fetch_sub(&pending, 1);
         t = next;
     }

@@ -68,11 +68,6 @@ size_t pygpu_cache_bytes(void)
     return b;
 }
 
-int pygpu_down_stream(size_t bytes)
-{
-    return bytes > pygpu_cache_bytes();
-}
-
 #if defined(__x86_64__)
 #include <emmintrin.h>
 static void stream_copy(char *dst, const char *src, size_t n)

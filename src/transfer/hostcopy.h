@@ -38,11 +38,6 @@ int pygpu_up_stream(ptrdiff_t bytes);
 /* The host's last-level cache in bytes: PYGPU_CACHE_BYTES (K/M/G) where
  * set, else what the system reports, else 32 MiB. */
 size_t pygpu_cache_bytes(void);
-/* Whether a download of `bytes` in all is copied out of its page-locked
- * memory into the destination with non-temporal stores: where it is
- * bigger than the last-level cache, which the destination's lines would
- * only pass through (docs/performance.md: background downloads). */
-int pygpu_down_stream(size_t bytes);
 
 /* How many parts a range copy of `bytes` is cut into for `threads`. */
 int pygpu_range_parts(ptrdiff_t bytes, int threads);
