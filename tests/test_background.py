@@ -127,6 +127,60 @@ def test_async_uploads_arrive_whole(pageable, dtype):
         np.testing.assert_array_equal(g.get(), b, err_msg=name)
 
 
+# The start of the ring tests' subprocesses: staging on for every size, a
+# stream, and settle(), which waits until no background task is pending.
+RING_PREAMBLE = """
+import time, numpy as np, pygpu
+pygpu.transfer_config(min_bytes=0)
+rng = np.random.default_rng(SEED)
+s = pygpu.Stream()
+def settle():
+    end = time.monotonic() + 30
+    while pygpu.pinned_pool_stats()["background"] and time.monotonic() < end:
+        time.sleep(0.002)
+"""
+
+
+@pytest.mark.parametrize("wait", ["1", "0"])
+def test_uploads_bigger_than_a_ring_go_through_one(run_python, wait):
+    """An upload bigger than a ring (four chunks of 16 MiB) goes through
+    one where the stream can wait on a counter and write one (the mover
+    copying each chunk once the device has written that the DMA four
+    chunks back is over); else, and below that size, through a block as
+    big as the upload.  The trace says which; either way every host layout
+    and dtype arrives whole, and the stream's next work sees it."""
+    if wait == "0" and pygpu.backend != "host":
+        pytest.skip("PYGPU_HOST_WAIT_VALUE is the host backend's switch")
+    code = RING_PREAMBLE.replace("SEED", "12") + """
+def layouts(n, dtype):
+    pattern = rng.integers(0, 100, 4099).astype(dtype)          # (a prime period: a misplaced run shows)
+    base = np.resize(pattern, 2 * n // np.dtype(dtype).itemsize).reshape(32, -1)
+    c = np.ascontiguousarray(base[::2])
+    return {"C": c, "F": np.asfortranarray(c), "strided": base[:, ::2], "reversed": base[::-1, ::-2]}
+cases = [(60 * MiB, np.float64, "C"), (60 * MiB, np.uint8, "reversed")]
+cases += [(68 * MiB + 4096, dtype, name) for dtype, name in
+          ((np.float64, "C"), (np.float64, "F"), (np.int16, "strided"), (np.uint8, "reversed"))]
+for n, dtype, name in cases:
+    a = layouts(n, dtype)[name]
+    for _ in range(2):              # (the first makes the block for the next)
+        g = pygpu.to_gpu_async(a, stream=s)
+        after = g.copy(stream=s)
+        s.synchronize()
+        settle()
+        np.testing.assert_array_equal(after.get(), a, err_msg=f"{n} {dtype} {name}")
+assert pygpu.pinned_pool_stats()["background"] == 0
+""".replace("MiB", str(MiB))
+    p = run_python(code, env={"PYGPU_STAGING_TRACE": "1", "PYGPU_HOST_WAIT_VALUE": wait})
+    ups = [line for line in p.stderr.splitlines() if line.startswith("pygpu background: up in ")]
+    whole = [line for line in ups if " in 8 chunks through a whole block," in line]
+    ring = [line for line in ups if " in 8 chunks through a ring," in line]
+    assert len(ups) >= 6, p.stderr[-2000:]
+    if wait == "1":             # (60 MiB: a block of 8 MiB chunks; 68 MiB: a ring of 8.5 MiB ones)
+        assert whole and ring and len(whole) + len(ring) == len(ups), ups
+    else:                       # (no ring without the stream's wait and write)
+        assert not ring and len([line for line in ups if "through a whole block" in line]) == len(ups), ups
+
+
 def test_the_route_is_named(run_python):
     """With PYGPU_STAGING_TRACE=1 the route says an async upload of 1 MiB
     or more went in the background once the pool holds a block of its size
@@ -446,15 +500,7 @@ def test_downloads_bigger_than_the_cache_go_through_a_ring(run_python, cache, wa
     (a fill) does not reach what came down."""
     if wait == "0" and pygpu.backend != "host":
         pytest.skip("PYGPU_HOST_WAIT_VALUE is the host backend's switch")
-    code = """
-import time, numpy as np, pygpu
-pygpu.transfer_config(min_bytes=0)
-rng = np.random.default_rng(11)
-s = pygpu.Stream()
-def settle():
-    end = time.monotonic() + 30
-    while pygpu.pinned_pool_stats()["background"] and time.monotonic() < end:
-        time.sleep(0.002)
+    code = RING_PREAMBLE.replace("SEED", "11") + """
 for n in (3 * MiB // 2, 3 * MiB + 4096):
     for dtype in (np.float64, np.int16, np.uint8):
         a = rng.integers(0, 100, n // np.dtype(dtype).itemsize).astype(dtype).reshape(16, -1)
@@ -485,6 +531,95 @@ assert pygpu.pinned_pool_stats()["background"] == 0
         assert whole and ring and len(whole) + len(ring) == len(downs), downs
     else:                       # (no ring without the stream's wait)
         assert not ring and any(line.endswith("whole block, copied out with streaming stores") for line in downs)
+
+
+def test_allocations_beside_gated_transfers_do_not_deadlock(run_python):
+    """A thread that allocates and frees device and page-locked memory
+    through the runtime (whose frees wait for the device) while another
+    moves data in the background, through a ring download (each DMA
+    waiting for the lander's copy-out four chunks back) and a gated
+    upload (each DMA waiting for the mover): the gates wait on host work
+    that a free cannot hold up, so both threads go on, and the data is
+    whole.  A deadlock times the subprocess out."""
+    code = """
+import threading, time, numpy as np, pygpu
+pygpu.transfer_config(min_bytes=0)
+pygpu.set_memory_pool(False)        # (device memory through the runtime's malloc and free)
+n, big = 12 * MiB, 68 * MiB          # (a download past the cache said, an upload past a ring)
+a = np.random.default_rng(5).integers(0, 256, big, dtype=np.uint8)
+g, up, out = pygpu.to_gpu(a[:n]), pygpu.empty(big, np.uint8), np.zeros(n, np.uint8)
+s = pygpu.Stream()
+stop, churned = threading.Event(), [0]
+def churn():
+    while not stop.is_set():
+        d = pygpu.mem_alloc(16 * MiB)
+        h = pygpu.pagelocked_empty(MiB, np.uint8)
+        del d, h
+        churned[0] += 1
+t = threading.Thread(target=churn, daemon=True)
+t.start()
+end, rounds = time.monotonic() + 3, 0
+while time.monotonic() < end or rounds < 3:
+    out[...] = 0
+    g.get_async(stream=s, ary=out)
+    up.set_async(a[::-1], stream=s)
+    s.synchronize()
+    np.testing.assert_array_equal(out, a[:n])
+    np.testing.assert_array_equal(up.get(), a[::-1])
+    rounds += 1
+stop.set()
+t.join(30)
+assert not t.is_alive() and churned[0] > 0, churned
+print("rounds", rounds, "churned", churned[0])
+""".replace("MiB", str(MiB))
+    p = run_python(code, env={"PYGPU_CACHE_BYTES": "2M", "PYGPU_STAGING_TRACE": "1"}, timeout=90)
+    assert "pygpu background: down in 8 chunks through a ring" in p.stderr, p.stderr[-2000:]
+    assert "pygpu background: up in 8 chunks through a ring, gated by the device's wait" in p.stderr, \
+        p.stderr[-2000:]
+
+
+def test_threads_on_the_default_stream_and_their_own_do_not_deadlock(run_python):
+    """Threads moving data in the background at once, one on the legacy
+    default stream (which waits for the work queued before on every
+    blocking stream, and which they wait for) and the others on blocking
+    streams of their own, through rings both ways (each DMA of a ring
+    waits for a background thread).  The background threads take the
+    transfers in the order their work reaches the streams, so none waits
+    for a transfer queued after its own.  A deadlock times the subprocess
+    out."""
+    code = """
+import threading, time, numpy as np, pygpu
+pygpu.transfer_config(min_bytes=0)
+n, big = 3 * MiB, 68 * MiB           # (a download past the cache said, an upload past a ring)
+srcs = [np.random.default_rng(k).integers(0, 256, big, dtype=np.uint8) for k in range(4)]
+errors, rounds = [], [0] * 4
+def work(k):
+    try:
+        s = pygpu.Stream.null if k == 0 else pygpu.Stream()
+        g, out = pygpu.to_gpu(srcs[k][:n]), np.zeros(n, np.uint8)
+        up = pygpu.empty(big, np.uint8)
+        end = time.monotonic() + 3
+        while time.monotonic() < end or rounds[k] < 3:
+            g.get_async(stream=s, ary=out)
+            up.set_async(srcs[k], stream=s)
+            s.synchronize()
+            np.testing.assert_array_equal(out, srcs[k][:n])
+            np.testing.assert_array_equal(up.get(stream=s), srcs[k])
+            rounds[k] += 1
+    except BaseException as e:
+        errors.append(e)
+threads = [threading.Thread(target=work, args=(k,), daemon=True) for k in range(4)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join(60)
+assert not any(t.is_alive() for t in threads), "deadlock"
+assert not errors, errors
+print("rounds", rounds)
+""".replace("MiB", str(MiB))
+    p = run_python(code, env={"PYGPU_CACHE_BYTES": "2M", "PYGPU_STAGING_TRACE": "1"}, timeout=90)
+    assert "pygpu background: down in 8 chunks through a ring" in p.stderr, p.stderr[-2000:]
+    assert "pygpu background: up in 8 chunks through a ring" in p.stderr, p.stderr[-2000:]
 
 
 def test_the_destination_is_kept_until_the_download_is_over(pageable):
@@ -639,7 +774,7 @@ FAILED_PART_WAY = """
 import time, numpy as np, pygpu
 pygpu.transfer_config(min_bytes=0, depth=DEPTH)    # (staging windows of other sizes than the chunks')
 s = pygpu.Stream()
-n = 3 * MiB + 8000
+n = NBYTES
 def settle():
     end = time.monotonic() + 30
     while pygpu.pinned_pool_stats()["background"] and time.monotonic() < end:
@@ -674,22 +809,29 @@ print("after: whole")
 """
 
 
+SMALL, BIG = 3 * MiB + 8000, 64 * MiB + 8000     # (BIG: an upload past a ring's 4 chunks of 16 MiB)
+
+
 @pytest.mark.skipif(pygpu.backend != "host", reason="PYGPU_HOST_FAIL_COPY is the host backend's")
-@pytest.mark.parametrize("case, up, depth, chunk, nth, env", [
-    ("ring download, a gated chunk", False, 2, (3 * MiB + 8000) // 8, 6, {"PYGPU_CACHE_BYTES": "2M"}),
-    ("ring download, the first chunk", False, 2, (3 * MiB + 8000) // 8, 1, {"PYGPU_CACHE_BYTES": "2M"}),
-    ("whole-block download", False, 4, (3 * MiB + 8000) // 4, 3, {}),
-    ("upload gated by the wait", True, 4, (3 * MiB + 8000) // 4, 3, {}),
-    ("upload gated by host functions", True, 4, (3 * MiB + 8000) // 4, 3, {"PYGPU_HOST_WAIT_VALUE": "0"}),
+@pytest.mark.parametrize("case, up, n, depth, chunk, nth, env", [
+    ("ring download, a gated chunk", False, SMALL, 2, SMALL // 8, 6, {"PYGPU_CACHE_BYTES": "2M"}),
+    ("ring download, the first chunk", False, SMALL, 2, SMALL // 8, 1, {"PYGPU_CACHE_BYTES": "2M"}),
+    ("whole-block download", False, SMALL, 4, SMALL // 4, 3, {}),
+    ("upload gated by the wait", True, SMALL, 4, SMALL // 4, 3, {}),
+    ("upload gated by host functions", True, SMALL, 4, SMALL // 4, 3, {"PYGPU_HOST_WAIT_VALUE": "0"}),
+    ("ring upload, a chunk after the ring came round", True, BIG, 2, BIG // 8, 6, {}),
+    ("ring upload, the first chunk", True, BIG, 2, BIG // 8, 1, {}),
 ])
-def test_a_chunk_failing_part_way_raises_and_leaves_nothing(run_python, case, up, depth, chunk, nth, env):
+def test_a_chunk_failing_part_way_raises_and_leaves_nothing(run_python, case, up, n, depth, chunk, nth, env):
     """A background transfer whose K-th chunk DMA fails (the host backend's
     PYGPU_HOST_FAIL_COPY, for copies of the chunks' size): the call raises
     GPUError, nothing hangs (a ring's gates after the failure are never
-    queued, those before open as the lander copies out), the block goes
-    back to the pool and the task ends, and the next transfers of the same
-    size go through whole."""
-    code = FAILED_PART_WAY.replace("MiB", str(MiB)).replace("DEPTH", str(depth)).replace("UP", str(up))
+    queued, those before open as the lander copies out; a ring upload's
+    mover, waiting for a slot that no DMA will free, is told to stop), the
+    block goes back to the pool and the task ends, and the next transfers
+    of the same size go through whole."""
+    code = (FAILED_PART_WAY.replace("MiB", str(MiB)).replace("DEPTH", str(depth)).replace("UP", str(up))
+            .replace("NBYTES", str(n)))
     p = run_python(code, env={"PYGPU_STAGING_TRACE": "1", "PYGPU_HOST_FAIL_COPY": f"{chunk}:{nth}", **env})
     assert "raised: " in p.stdout and "cudaErrorInvalidValue" in p.stdout, p.stdout + p.stderr[-2000:]
     assert "after: whole" in p.stdout, case

@@ -130,6 +130,11 @@ pygpu_status pygpu_rt_stream_wait_event(pygpu_stream_t s, pygpu_event_t e);
  * function, which it must run and wait for.  Nonzero where the device or
  * the runtime has no such wait: nothing was queued then. */
 pygpu_status pygpu_rt_stream_wait_value(pygpu_stream_t s, const uint32_t *addr, uint32_t value);
+/* Queue on stream s a write of `value` to the 32-bit counter at `addr`
+ * (in page-locked memory, read by the host): done once the work queued
+ * before it is, and after its writes.  Nonzero where the device or the
+ * runtime has no such write (where it has no wait): nothing was queued. */
+pygpu_status pygpu_rt_stream_write_value(pygpu_stream_t s, uint32_t *addr, uint32_t value);
 pygpu_status pygpu_rt_stream_priority(pygpu_stream_t s, int *priority);
 pygpu_status pygpu_rt_stream_priority_range(int *least, int *greatest);
 

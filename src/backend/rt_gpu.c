@@ -420,42 +420,69 @@ pygpu_status pygpu_rt_launch_host_func(pygpu_stream_t s, void (*fn)(void *), voi
 #endif
 
 #if defined(PYGPU_BACKEND_CUDA)
-/* The driver's cuStreamWaitValue32 (its second version, which needs no
- * module parameter), found once through the runtime's entry-point lookup:
- * the runtime API has no wait of its own. */
-typedef int (*wait_value_fn)(rt_stream s, unsigned long long addr, uint32_t value, unsigned flags);
-static wait_value_fn wait_value;
-static pthread_once_t wait_value_once = PTHREAD_ONCE_INIT;
+/* The driver's cuStreamWaitValue32 and cuStreamWriteValue32 (their second
+ * versions, which need no module parameter), found once through the
+ * runtime's entry-point lookup: the runtime API has neither. */
+typedef int (*value_op_fn)(rt_stream s, unsigned long long addr, uint32_t value, unsigned flags);
+static value_op_fn wait_value, write_value;
+static pthread_once_t value_ops_once = PTHREAD_ONCE_INIT;
 
-static void find_wait_value(void)
+static value_op_fn find_driver_fn(const char *name)
 {
     void *fn = NULL;
     enum cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
 #  if CUDART_VERSION >= 12050
-    cudaError_t e = cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &fn, 12000, cudaEnableDefault, &found);
+    cudaError_t e = cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &found);
 #  else
-    cudaError_t e = cudaGetDriverEntryPoint("cuStreamWaitValue32", &fn, cudaEnableDefault, &found);
+    cudaError_t e = cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault, &found);
 #  endif
+    value_op_fn op = NULL;
     if (e == cudaSuccess && found == cudaDriverEntryPointSuccess && fn)
-        *(void **)&wait_value = fn;
+        *(void **)&op = fn;
     else
         (void)cudaGetLastError();
+    return op;
+}
+
+static void find_value_ops(void)
+{
+    wait_value = find_driver_fn("cuStreamWaitValue32");
+    write_value = find_driver_fn("cuStreamWriteValue32");
+}
+
+/* Flags 0: CU_STREAM_WAIT_VALUE_GEQ, CU_STREAM_WRITE_VALUE_DEFAULT (the
+ * writes before it visible first).  Page-locked memory has the same
+ * address on every device (unified addressing).  A driver status is not
+ * the runtime's: any failure reads "not supported". */
+static pygpu_status value_op(value_op_fn *op, pygpu_stream_t s, const uint32_t *addr, uint32_t value)
+{
+    pthread_once(&value_ops_once, find_value_ops);
+    if (!*op || (*op)(S(s), (unsigned long long)(uintptr_t)addr, value, 0) != 0)
+        return cudaErrorNotSupported;
+    return cudaSuccess;
 }
 
 pygpu_status pygpu_rt_stream_wait_value(pygpu_stream_t s, const uint32_t *addr, uint32_t value)
 {
-    pthread_once(&wait_value_once, find_wait_value);
-    /* Flags 0: CU_STREAM_WAIT_VALUE_GEQ.  Page-locked memory has the same
-     * address on every device (unified addressing).  A driver status is
-     * not the runtime's: any failure reads "not supported". */
-    if (!wait_value || wait_value(S(s), (unsigned long long)(uintptr_t)addr, value, 0) != 0)
-        return cudaErrorNotSupported;
-    return cudaSuccess;
+    return value_op(&wait_value, s, addr, value);
+}
+
+pygpu_status pygpu_rt_stream_write_value(pygpu_stream_t s, uint32_t *addr, uint32_t value)
+{
+    return value_op(&write_value, s, addr, value);
 }
 #else
 /* HIP has hipStreamWaitValue32, still marked beta and not yet run on an
  * AMD GPU here: host functions gate the uploads there. */
 pygpu_status pygpu_rt_stream_wait_value(pygpu_stream_t s, const uint32_t *addr, uint32_t value)
+{
+    (void)s;
+    (void)addr;
+    (void)value;
+    return hipErrorNotSupported;
+}
+
+pygpu_status pygpu_rt_stream_write_value(pygpu_stream_t s, uint32_t *addr, uint32_t value)
 {
     (void)s;
     (void)addr;

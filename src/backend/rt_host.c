@@ -13,8 +13,9 @@
  * and PYGPU_HOST_PEER (0: the devices refuse peer access to each other, so
  * that the staged path between devices runs; default 1) and PYGPU_HOST_POOL
  * (bytes the pool of freed large blocks may hold; see "memory" below) and
- * PYGPU_HOST_WAIT_VALUE (0: streams have no wait on a counter, so that
- * background uploads are gated by host functions; default 1).
+ * PYGPU_HOST_WAIT_VALUE (0: streams have no wait on a counter, nor write of
+ * one, so that background uploads are gated by host functions and no
+ * transfer goes through a ring; default 1).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "rt.h"
@@ -570,6 +571,18 @@ pygpu_status pygpu_rt_stream_wait_value(pygpu_stream_t s, const uint32_t *addr, 
         return fail(H_INVALID_VALUE);
     while (__atomic_load_n(addr, __ATOMIC_ACQUIRE) < value)
         nanosleep(&(struct timespec){0, 20000}, NULL);
+    return H_SUCCESS;
+}
+
+pygpu_status pygpu_rt_stream_write_value(pygpu_stream_t s, uint32_t *addr, uint32_t value)
+{
+    (void)s;                    /* (the work before it is done: the write is now) */
+    config();
+    if (!wait_value_ok)
+        return H_NOT_SUPPORTED;
+    if (!addr)
+        return fail(H_INVALID_VALUE);
+    __atomic_store_n(addr, value, __ATOMIC_RELEASE);
     return H_SUCCESS;
 }
 

@@ -15,12 +15,28 @@
  * held, gives back the block and the counter and releases the owner once
  * the stream has passed that event and the mover is done with the task.
  *
+ * An upload bigger than a ring (BG_RING_SLOTS chunks of BG_RING_CHUNK)
+ * goes through one where the stream can both wait on a counter and write
+ * one: the device writes the task's `sent` counter after each chunk's
+ * DMA, and the mover copies chunk k into its slot once the DMA of chunk k
+ * - BG_RING_SLOTS is over, so that the DMA reads lines the cores have
+ * just written, still cached, and the block is small.
+ *
  * Downloads: the lander thread copies each chunk out once its event has
  * passed.  A download bigger than the last-level cache goes through a
  * ring of BG_RING_SLOTS chunks: chunk k's DMA waits for the lander to
  * have copied out chunk k - BG_RING_SLOTS (a gate on host work, as an
  * upload's), so that it lands in lines still cached, and the block is
  * small.
+ *
+ * Where a background thread waits for the device (the mover for a ring
+ * upload's DMAs, the lander for a download's), the device may in turn be
+ * waiting for that thread: a ring's DMAs wait for it, and a stream waits
+ * for the work queued before it on others (the legacy default stream and
+ * the blocking streams wait for each other).  So the threads take the
+ * transfers in the order their work reaches the streams (`queue_mu` is
+ * held from the hand-over until the work is queued): a transfer then
+ * waits only for work queued before its own, which never waits for it.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "background.h"
@@ -67,6 +83,8 @@ struct task {
     int copied;                 /* an upload's chunks in the block (bg_mu) */
     int upload;
     uint32_t *counter;          /* an upload's chunks copied, for the device's wait; or NULL */
+    uint32_t *sent;             /* a ring upload's DMAs over, written by the device */
+    atomic_int abandon;         /* a ring upload's queuing failed: the mover stops at the next slot */
     pygpu_event_t done;         /* an upload's, after its last DMA; or NULL (then a host function ends it) */
     gate_arg gate[BG_CHUNKS];
     void *owner;
@@ -84,6 +102,7 @@ struct task {
 };
 
 static pthread_mutex_t bg_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t queue_mu = PTHREAD_MUTEX_INITIALIZER;      /* a transfer handed over and queued (above) */
 static pthread_cond_t copied_cv = PTHREAD_COND_INITIALIZER;    /* an upload's chunk copied, or a download landed */
 static task *reap_list, *reap_tail;     /* the tasks ended, in order (bg_mu) */
 static int exit_wait;
@@ -111,7 +130,7 @@ static atomic_int pending, reapable;
 static uint32_t *counters;
 static short counters_free[BG_COUNTERS];
 static int ncounters_free, counters_tried;
-static atomic_int waits_fail;
+static atomic_int waits_fail, writes_fail;
 
 /* The chunks of n elements, all of one size: BG_UP_CHUNK bytes (uploads)
  * or BG_DOWN_CHUNK (downloads), or a quarter of a smaller transfer, or a
@@ -127,8 +146,8 @@ static atomic_int waits_fail;
  * caller twice as long (docs/performance.md). */
 static void cut(task *t, ptrdiff_t n)
 {
-    ptrdiff_t most_chunks = t->upload ? BG_CHUNKS : t->ring ? BG_RING_CHUNKS : BG_DOWN_CHUNKS;
-    ptrdiff_t per = (t->upload ? BG_UP_CHUNK : t->ring ? BG_RING_CHUNK : BG_DOWN_CHUNK) / t->itemsize,
+    ptrdiff_t most_chunks = t->ring ? BG_RING_CHUNKS : t->upload ? BG_CHUNKS : BG_DOWN_CHUNKS;
+    ptrdiff_t per = (t->ring ? BG_RING_CHUNK : t->upload ? BG_UP_CHUNK : BG_DOWN_CHUNK) / t->itemsize,
               part = t->ring ? (n + 2 * BG_RING_SLOTS - 1) / (2 * BG_RING_SLOTS) : (n + 3) / 4,
               most = (n + most_chunks - 1) / most_chunks;
     if (per > part)
@@ -163,8 +182,8 @@ static int task_threads(const task *t)
 static void copy_chunk(task *t, int k, int threads)
 {
     ptrdiff_t e = t->start[k], cnt = t->start[k + 1] - e;
-    pygpu_range_job j = {{t->block + e * t->itemsize, NULL, 0}, {t->host, t->strides, 0}, t->shape, t->nd,
-                         t->itemsize, e, cnt, pygpu_up_stream(cnt * t->itemsize)};
+    pygpu_range_job j = {{slot(t, k), NULL, 0}, {t->host, t->strides, 0}, t->shape, t->nd, t->itemsize, e, cnt,
+                         pygpu_up_stream(cnt * t->itemsize)};
     pygpu_parallel_range(&j, threads);
 }
 
@@ -190,25 +209,58 @@ static void warm_block(task *t)
     pthread_mutex_unlock(&bg_mu);
 }
 
-/* An upload's chunks into its block, each gate told as its chunk lands:
- * the counter first (the workers' stores are visible by then), then the
- * count under the lock, which is the last the mover reads or writes of
- * the task (the reaper keeps a task until its count is whole). */
+/* Between two looks at something another thread (or the device) sets:
+ * a short spin, then 20 us sleeps. */
+static void pause_after(int spins)
+{
+    if (spins > 64)
+        nanosleep(&(struct timespec){0, 20000}, NULL);
+}
+
+/* 1 once a ring upload's slot for chunk k is free (the device has written
+ * `sent` past the DMA of chunk k - ring), 0 if the caller gave up queuing
+ * the task's work (which it does once the stream has passed what it had
+ * queued: no DMA reads the block any more). */
+static int slot_free(task *t, int k)
+{
+    uint32_t need = (uint32_t)(k + 1 - t->ring);
+    for (int spins = 0;; spins++) {
+        if (__atomic_load_n(t->sent, __ATOMIC_ACQUIRE) >= need)
+            return 1;
+        if (atomic_load(&t->abandon))
+            return 0;
+        pause_after(spins);
+    }
+}
+
+/* An upload's gates told that `copied` chunks are in its block: the
+ * counter first (the workers' stores are visible by then), then the count
+ * under the lock, which is the last the mover reads or writes of the task
+ * once it is whole (the reaper keeps a task until then). */
+static void tell(task *t, int copied)
+{
+    if (t->counter)
+        __atomic_store_n(t->counter, (uint32_t)copied, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&bg_mu);
+    t->copied = copied;
+    pthread_cond_broadcast(&copied_cv);
+    pthread_mutex_unlock(&bg_mu);
+}
+
+/* An upload's chunks into its block (a ring upload's each once its slot
+ * is free), each gate told as its chunk lands.  A ring upload given up
+ * is told whole where it stopped: no gate is left shut. */
 static void copy_task(task *t)
 {
-    int n = t->nchunks, threads = task_threads(t);
-    uint32_t *counter = t->counter;
+    int n = t->nchunks, threads = task_threads(t), k;
     pygpu_workers_heat(threads - 1);            /* (they spin between its chunks, as for a staged transfer) */
-    for (int k = 0; k < n; k++) {
+    for (k = 0; k < n && (k < t->ring || !t->ring || slot_free(t, k)); k++) {
         copy_chunk(t, k, threads);
-        if (counter)
-            __atomic_store_n(counter, (uint32_t)(k + 1), __ATOMIC_RELEASE);
-        pthread_mutex_lock(&bg_mu);
-        t->copied = k + 1;
-        pthread_cond_broadcast(&copied_cv);
-        pthread_mutex_unlock(&bg_mu);
+        tell(t, k + 1);
     }
     pygpu_workers_cool();
+    if (k < n)
+        tell(t, n);
 }
 
 /* 1 once chunk k's DMA and event are queued, 0 if they never will be
@@ -220,8 +272,7 @@ static int chunk_queued(task *t, int k)
             return 1;
         if (atomic_load(&t->queue_over))
             return atomic_load(&t->queued) > k;
-        if (spins > 64)
-            nanosleep(&(struct timespec){0, 20000}, NULL);
+        pause_after(spins);
     }
 }
 
@@ -371,9 +422,9 @@ static void warm_pool(size_t bytes)
     pthread_mutex_unlock(&bg_mu);
 }
 
-/* A counter for an upload, at 0, or NULL where there is none (the
- * device's wait failed before, or BG_COUNTERS uploads are in flight, or
- * no page-locked block could be had). */
+/* A counter, at 0, or NULL where there is none (the device's wait failed
+ * before, or BG_COUNTERS are in use, or no page-locked block could be
+ * had). */
 static uint32_t *counter_take(void)
 {
     if (atomic_load(&waits_fail))
@@ -433,18 +484,19 @@ static void finish(void *arg)
     pthread_mutex_unlock(&bg_mu);
 }
 
-/* What a task holds, given back (bg_mu not held): its events, its counter,
- * its block, and the task; not the owner.  For a task never taken, and
- * by the reaper (which has given the counter back already). */
+/* What a task holds, given back (bg_mu not held): its events, its
+ * counters, its block, and the task; not the owner.  For a task never
+ * taken, and by the reaper (which has given the counters back already). */
 static void task_free(task *t)
 {
     if (t->done)
         (void)pygpu_rt_event_destroy(t->done);
     for (int k = 0; k < BG_RING_CHUNKS && t->ev[k]; k++)      /* (a download's) */
         (void)pygpu_rt_event_destroy(t->ev[k]);
-    if (t->counter) {
+    if (t->counter || t->sent) {
         pthread_mutex_lock(&bg_mu);
         counter_give(t->counter);
+        counter_give(t->sent);
         pthread_mutex_unlock(&bg_mu);
     }
     if (t->block)
@@ -455,12 +507,19 @@ static void task_free(task *t)
 /* A task for host elements [0, n) in C order over shape (strides: the
  * host layout at `host`) with its block and its chunks; NULL when the
  * transfer is not for the background (too small, or no cached block fits:
- * then the mover page-locks one for the next).  A download bigger than the
- * last-level cache goes through a ring where the stream can wait on a
- * counter, so that its chunks land in lines the cores have just read out
- * of the block, still cached, and the block stays small; and it is copied
- * out with non-temporal stores, since its destination's lines would only
- * pass through the cache (docs/performance.md: background downloads). */
+ * then the mover page-locks one for the next).  An upload takes a counter
+ * for its gates.  An upload bigger than a ring goes through one where the
+ * stream can write a counter too: its chunks are copied with plain stores
+ * (they are over 8 MiB) into lines the DMA then reads out of the cache,
+ * where a block as big as the upload is written with streaming stores
+ * and read out of memory (docs/performance.md: background uploads).  A
+ * download bigger than the last-level cache goes through a ring where the
+ * stream can wait on a counter, so that its chunks land in lines the
+ * cores have just read out of the block, still cached, and the block
+ * stays small; and it is copied out with non-temporal stores, since its
+ * destination's lines would only pass through the cache
+ * (docs/performance.md: background downloads).  The caller tries the
+ * stream's wait (and write) before it takes a ring task. */
 static task *task_new(int upload, char *host, const ptrdiff_t *strides, int nd, const ptrdiff_t *shape,
                       ptrdiff_t itemsize)
 {
@@ -478,8 +537,13 @@ static task *task_new(int upload, char *host, const ptrdiff_t *strides, int nd, 
     t->itemsize = itemsize;
     memcpy(t->shape, shape, (size_t)nd * sizeof *shape);
     memcpy(t->strides, strides, (size_t)nd * sizeof *strides);
-    t->land_stream = !upload && (size_t)(n * itemsize) > pygpu_cache_bytes();
-    if (t->land_stream && (t->counter = counter_take()) != NULL)
+    size_t total = (size_t)(n * itemsize);
+    t->land_stream = !upload && total > pygpu_cache_bytes();
+    int ring = upload ? total > (size_t)(BG_RING_SLOTS * BG_RING_CHUNK) && !atomic_load(&writes_fail)
+                      : t->land_stream;
+    if (upload || ring)
+        t->counter = counter_take();
+    if (ring && t->counter && (!upload || (t->sent = counter_take()) != NULL))
         t->ring = BG_RING_SLOTS;
     cut(t, n);
     size_t bytes = (size_t)((t->ring ? t->ring * (t->start[1] - t->start[0]) : n) * itemsize);
@@ -491,6 +555,22 @@ static task *task_new(int upload, char *host, const ptrdiff_t *strides, int nd, 
     return t;
 }
 
+/* A ring task's trial of the stream's wait (a wait for 0 holds nothing)
+ * and, for an upload, its write (of 0, which the counter holds); 0 if the
+ * stream has them, else -1 (and no ring from here on). */
+static int ring_tried(task *t, pygpu_stream_t s)
+{
+    if (pygpu_rt_stream_wait_value(s, t->counter, 0) != 0) {
+        atomic_store(&waits_fail, 1);
+        return -1;
+    }
+    if (t->upload && pygpu_rt_stream_write_value(s, t->sent, 0) != 0) {
+        atomic_store(&writes_fail, 1);
+        return -1;
+    }
+    return 0;
+}
+
 pygpu_status pygpu_bg_upload(char *dev, const char *host, const ptrdiff_t *strides, int nd, const ptrdiff_t *shape,
                              ptrdiff_t itemsize, pygpu_stream_t s, void *owner, int *taken)
 {
@@ -499,25 +579,30 @@ pygpu_status pygpu_bg_upload(char *dev, const char *host, const ptrdiff_t *strid
     *taken = 0;
     if (!t)
         return 0;
+    if (t->ring && ring_tried(t, s) != 0) {
+        task_free(t);
+        return 0;
+    }
     t->owner = owner;
-    t->counter = counter_take();
     if (pygpu_rt_event_create(&t->done, PYGPU_EVENT_DISABLE_TIMING) != 0) {
         (void)pygpu_rt_get_last_error();
         t->done = NULL;
     }
     /* Queued for the mover first: a runtime that runs host functions at
      * once (the host's) runs the first gate before this returns. */
+    pthread_mutex_lock(&queue_mu);
     pthread_mutex_lock(&bg_mu);
     int handed = enqueue(&mover, t) == 0;
     pthread_mutex_unlock(&bg_mu);
     if (!handed) {
+        pthread_mutex_unlock(&queue_mu);
         task_free(t);
         return 0;
     }
     *taken = 1;
     atomic_fetch_add(&pending, 1);
-    int k, wait = t->counter != NULL, nchunks = t->nchunks;
-    for (k = 0; r == 0 && k < t->nchunks; k++) {
+    int k, wait = t->counter != NULL, nchunks = t->nchunks, ring = t->ring;
+    for (k = 0; r == 0 && k < nchunks; k++) {
         ptrdiff_t e = t->start[k], bytes = (t->start[k + 1] - e) * itemsize;
         if (wait && pygpu_rt_stream_wait_value(s, t->counter, (uint32_t)(k + 1)) != 0) {
             atomic_store(&waits_fail, 1);
@@ -528,8 +613,9 @@ pygpu_status pygpu_bg_upload(char *dev, const char *host, const ptrdiff_t *strid
             r = pygpu_rt_launch_host_func(s, gate, &t->gate[k]);
         }
         if (r == 0)
-            r = pygpu_rt_memcpy_async(dev + e * itemsize, t->block + e * itemsize, (size_t)bytes, PYGPU_COPY_H2D,
-                                      s);
+            r = pygpu_rt_memcpy_async(dev + e * itemsize, slot(t, k), (size_t)bytes, PYGPU_COPY_H2D, s);
+        if (r == 0 && ring)
+            r = pygpu_rt_stream_write_value(s, t->sent, (uint32_t)(k + 1));
     }
     /* The end: an event, which the reaper looks at (the stream then has
      * nothing after the last DMA to wait for), else a host function. */
@@ -539,14 +625,18 @@ pygpu_status pygpu_bg_upload(char *dev, const char *host, const ptrdiff_t *strid
     } else if (r == 0) {
         r = pygpu_rt_launch_host_func(s, finish, t);
     }
+    pthread_mutex_unlock(&queue_mu);
     if (pygpu_trace_on)                 /* (t may be over by now) */
-        fprintf(stderr, "pygpu background: up in %d chunks, gated by %s\n", nchunks,
-                wait ? "the device's wait on a counter" : "host functions");
+        fprintf(stderr, "pygpu background: up in %d chunks through %s, gated by %s\n", nchunks,
+                ring ? "a ring" : "a whole block", wait ? "the device's wait on a counter" : "host functions");
     if (r != 0) {
-        /* What was queued is let through (the mover copies every chunk),
-         * and waited for, before the block goes back. */
+        /* What was queued is let through (the mover copies every chunk
+         * that its gates wait for), and waited for; then a ring upload is
+         * given up (its mover waits for DMAs that were never queued), and
+         * the block goes back. */
         (void)pygpu_rt_stream_synchronize(s);
         (void)pygpu_rt_get_last_error();
+        atomic_store(&t->abandon, 1);
         pthread_mutex_lock(&bg_mu);
         while (t->copied < t->nchunks)
             pthread_cond_wait(&copied_cv, &bg_mu);
@@ -614,19 +704,20 @@ pygpu_status pygpu_bg_download(char *host, const ptrdiff_t *strides, int nd, con
         task_free(t);
         return 0;
     }
-    /* A ring needs the stream's wait (a wait for 0 queues nothing it
-     * would hold), and the lander at work while the chunks are queued: it
-     * is handed the task first (the host's runtime, whose gates wait in
-     * this call, needs that too).  Else the download is not taken. */
-    if (t->ring && pygpu_rt_stream_wait_value(s, t->counter, 0) != 0) {
-        atomic_store(&waits_fail, 1);
+    /* A ring needs the stream's wait, and the lander at work while the
+     * chunks are queued: it is handed the task first (the host's runtime,
+     * whose gates wait in this call, needs that too).  Else the download
+     * is not taken. */
+    if (t->ring && ring_tried(t, s) != 0) {
         task_free(t);
         return 0;
     }
+    pthread_mutex_lock(&queue_mu);
     pthread_mutex_lock(&bg_mu);
     int handed = enqueue(&lander, t) == 0;
     pthread_mutex_unlock(&bg_mu);
     if (!handed) {
+        pthread_mutex_unlock(&queue_mu);
         task_free(t);
         return 0;
     }
@@ -647,7 +738,10 @@ pygpu_status pygpu_bg_download(char *host, const ptrdiff_t *strides, int nd, con
     atomic_store(&t->queue_over, 1);
     /* The host function that waits for the lander (a runtime that runs
      * host functions at once, the host's, runs it before this returns). */
-    if (r == 0 && (r = pygpu_rt_launch_host_func(s, landed, t)) == 0)
+    if (r == 0)
+        r = pygpu_rt_launch_host_func(s, landed, t);
+    pthread_mutex_unlock(&queue_mu);
+    if (r == 0)
         return 0;
     /* Else what was queued is waited for and copied out by the lander
      * before the block goes back; the caller raises the status. */
@@ -689,7 +783,8 @@ void pygpu_bg_reap(void (*release)(void *owner))
             if (reap_tail == o)
                 reap_tail = prev;
             counter_give(o->counter);
-            o->counter = NULL;
+            counter_give(o->sent);
+            o->counter = o->sent = NULL;
             o->reap_next = NULL;
             *to = o;
             to = &o->reap_next;
@@ -729,6 +824,8 @@ static void bg_fork(enum pygpu_fork_phase phase)
     counters = NULL;                        /* (the parent's page-locked memory is not the child's) */
     ncounters_free = counters_tried = 0;
     atomic_store(&waits_fail, 0);
+    atomic_store(&writes_fail, 0);
+    pthread_mutex_init(&queue_mu, NULL);
     for (int i = 0; i < 2; i++) {
         bg_thread *b = bg_threads[i];
         pthread_cond_init(&b->cv, NULL);
