@@ -32,8 +32,8 @@ UNITS = {
     "test_pinned_pool": ["src/transfer/pinned_pool.c", "src/backend/rt_host.c", "src/transfer/settings.c"],
     "test_lanes": ["src/transfer/lanes.c", "src/transfer/pinned_pool.c", "src/backend/rt_host.c",
                    "src/transfer/settings.c"],
-    "test_background": ["src/transfer/background.c", "src/transfer/hostcopy.c", "src/transfer/workers.c",
-                        "src/transfer/lanes.c", "src/transfer/pinned_pool.c", "src/backend/rt_host.c",
+    "test_background": ["src/transfer/background.c", "src/transfer/background_down.c", "src/transfer/hostcopy.c",
+                        "src/transfer/workers.c", "src/transfer/lanes.c", "src/transfer/pinned_pool.c", "src/backend/rt_host.c",
                         "src/transfer/settings.c", "src/transfer/trace.c", "src/shape.c"],
 }
 CC = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")

@@ -1,6 +1,7 @@
 /*
- * background.c -- uploads that complete in the background; see
- * background.h.
+ * background.c -- transfers that complete in the background (see
+ * background.h): their tasks, the mover and the lander threads, the
+ * uploads, the reaper; the downloads' side is background_down.c.
  *
  * One mover thread per process takes the tasks in the order they were
  * queued and copies each chunk of the host data into the task's
@@ -23,23 +24,21 @@
  * just written, still cached, and the block is small.
  *
  * Downloads: the lander thread copies each chunk out once its event has
- * passed.  A download bigger than the last-level cache goes through a
- * ring of BG_RING_SLOTS chunks: chunk k's DMA waits for the lander to
- * have copied out chunk k - BG_RING_SLOTS (a gate on host work, as an
- * upload's), so that it lands in lines still cached, and the block is
- * small.
+ * passed (background_down.c).
  *
  * Where a background thread waits for the device (the mover for a ring
  * upload's DMAs, the lander for a download's), the device may in turn be
  * waiting for that thread: a ring's DMAs wait for it, and a stream waits
  * for the work queued before it on others (the legacy default stream and
  * the blocking streams wait for each other).  So the threads take the
- * transfers in the order their work reaches the streams (`queue_mu` is
- * held from the hand-over until the work is queued): a transfer then
+ * transfers in the order their work reaches the streams
+ * (`pygpu_bg_queue_mu` is held from the hand-over until the work is
+ * queued): a transfer then
  * waits only for work queued before its own, which never waits for it.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "background.h"
+#include "background_task.h"
 #include "hostcopy.h"
 #include "lanes.h"
 #include "pinned_pool.h"
@@ -47,7 +46,6 @@
 #include "trace.h"
 #include "workers.h"
 #include "../fork.h"
-#include "../shape.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -56,76 +54,22 @@
 #include <string.h>
 #include <time.h>
 
-#define BG_CHUNKS 256           /* chunks of an upload, at most (each costs the caller two calls on the stream) */
-#define BG_UP_CHUNK ((ptrdiff_t)8 << 20)        /* bytes an upload's chunk, where there are 4 or more (see cut) */
-#define BG_DOWN_CHUNKS 32       /* chunks of a download into a whole block, at most (each has an event) */
-#define BG_DOWN_CHUNK ((ptrdiff_t)8 << 20)
-#define BG_RING_SLOTS 4         /* a ring download's block: this many chunks */
-#define BG_RING_CHUNK ((ptrdiff_t)16 << 20)     /* bytes a ring download's chunk, at most (see cut) */
-#define BG_RING_CHUNKS 128      /* chunks of a ring download, at most */
-#define BG_COUNTERS 1024        /* uploads in flight gated by the device's wait, at most (then host functions) */
-
-typedef struct task task;
-
-typedef struct {
-    task *t;
-    int k;
-} gate_arg;
-
-struct task {
-    task *next;                 /* in the mover's (or lander's) queue */
-    task *reap_next;            /* in the reaper's list (an upload is there while the mover may still have it) */
-    char *block;                /* the page-locked copy of the host data */
-    char *host;
-    ptrdiff_t shape[PYGPU_MAXDIMS], strides[PYGPU_MAXDIMS], itemsize;
-    int nd, nchunks;
-    ptrdiff_t start[BG_CHUNKS + 1];     /* chunk k: elements [start[k], start[k + 1]) */
-    int copied;                 /* an upload's chunks in the block (bg_mu) */
-    int upload;
-    uint32_t *counter;          /* an upload's chunks copied, for the device's wait; or NULL */
-    uint32_t *sent;             /* a ring upload's DMAs over, written by the device */
-    atomic_int abandon;         /* a ring upload's queuing failed: the mover stops at the next slot */
-    pygpu_event_t done;         /* an upload's, after its last DMA; or NULL (then a host function ends it) */
-    gate_arg gate[BG_CHUNKS];
-    void *owner;
-    size_t warm;                /* not an upload: page-lock a block of this size for the pool */
-    /* A download: the event after each chunk's DMA, the chunks queued (the
-     * lander copies out those; queuing over once `queue_over`), the
-     * device, and whether the lander is done.  A ring download's block
-     * holds `ring` chunks in turn: chunk k's DMA waits for the lander's
-     * count (`counter`, chunks copied out) to reach k + 1 - ring. */
-    pygpu_event_t ev[BG_RING_CHUNKS];
-    atomic_int queued, queue_over;
-    int device, landed, ring;
-    int land_stream;            /* a download's copy-out with non-temporal stores (past the cache) */
-    int claimed;                /* taken by its thread (bg_mu); a download's host function may take it first */
-};
-
-static pthread_mutex_t bg_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t queue_mu = PTHREAD_MUTEX_INITIALIZER;      /* a transfer handed over and queued (above) */
-static pthread_cond_t copied_cv = PTHREAD_COND_INITIALIZER;    /* an upload's chunk copied, or a download landed */
-static task *reap_list, *reap_tail;     /* the tasks ended, in order (bg_mu) */
+pthread_mutex_t pygpu_bg_mu = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t pygpu_bg_queue_mu = PTHREAD_MUTEX_INITIALIZER;      /* a transfer handed over and queued (above) */
+pthread_cond_t pygpu_bg_copied_cv = PTHREAD_COND_INITIALIZER;    /* an upload's chunk copied, or a download landed */
+static task *reap_list, *reap_tail;     /* the tasks ended, in order (pygpu_bg_mu) */
 static int exit_wait;
 
-/* A thread of the background (the mover, the lander) and its queue of
- * tasks, taken in order (bg_mu). */
-typedef struct {
-    task *head, *tail;
-    pthread_cond_t cv;          /* a task for it, or it idle */
-    int running, busy;
-    void (*run)(task *t);       /* what it does with a task, without bg_mu */
-} bg_thread;
-
 static void mover_run(task *t);
-static void lander_run(task *t);
 static bg_thread mover = {NULL, NULL, PTHREAD_COND_INITIALIZER, 0, 0, mover_run};
-static bg_thread lander = {NULL, NULL, PTHREAD_COND_INITIALIZER, 0, 0, lander_run};
-static bg_thread *const bg_threads[] = {&mover, &lander};
+bg_thread pygpu_bg_lander = {NULL, NULL, PTHREAD_COND_INITIALIZER, 0, 0, pygpu_bg_lander_run};
+static bg_thread *const bg_threads[] = {&mover, &pygpu_bg_lander};
 static size_t warming;          /* the size of the block the mover is asked to page-lock, if any */
-static atomic_int pending, reapable;
+atomic_int pygpu_bg_in_flight;
+static atomic_int reapable;
 
 /* The uploads' counters: BG_COUNTERS of them in one page-locked block,
- * made at the first upload; those free are on a stack (bg_mu).  Once a
+ * made at the first upload; those free are on a stack (pygpu_bg_mu).  Once a
  * wait has failed, host functions gate every upload after it. */
 static uint32_t *counters;
 static short counters_free[BG_COUNTERS];
@@ -164,7 +108,7 @@ static void cut(task *t, ptrdiff_t n)
 
 /* Where chunk k is in the task's block: its place in the whole, or a ring
  * download's slot. */
-static char *slot(const task *t, int k)
+char *pygpu_bg_slot(const task *t, int k)
 {
     ptrdiff_t at = t->ring ? (k % t->ring) * (t->start[1] - t->start[0]) : t->start[k];
     return t->block + at * t->itemsize;
@@ -172,7 +116,7 @@ static char *slot(const task *t, int k)
 
 /* The threads that copy a task's chunks, as for a staged transfer (alone:
  * no staged transfer at work, the background holding no lane). */
-static int task_threads(const task *t)
+int pygpu_bg_task_threads(const task *t)
 {
     pygpu_transfer_config cfg;
     pygpu_transfer_config_get(&cfg);
@@ -182,17 +126,8 @@ static int task_threads(const task *t)
 static void copy_chunk(task *t, int k, int threads)
 {
     ptrdiff_t e = t->start[k], cnt = t->start[k + 1] - e;
-    pygpu_range_job j = {{slot(t, k), NULL, 0}, {t->host, t->strides, 0}, t->shape, t->nd, t->itemsize, e, cnt,
+    pygpu_range_job j = {{pygpu_bg_slot(t, k), NULL, 0}, {t->host, t->strides, 0}, t->shape, t->nd, t->itemsize, e, cnt,
                          pygpu_up_stream(cnt * t->itemsize)};
-    pygpu_parallel_range(&j, threads);
-}
-
-/* A download's chunk k from the block into the host memory. */
-static void land_chunk(task *t, int k, int threads)
-{
-    ptrdiff_t e = t->start[k], cnt = t->start[k + 1] - e;
-    pygpu_range_job j = {{t->host, t->strides, 0}, {slot(t, k), NULL, 0}, t->shape, t->nd, t->itemsize, e, cnt,
-                         t->land_stream};
     pygpu_parallel_range(&j, threads);
 }
 
@@ -203,15 +138,15 @@ static void warm_block(task *t)
     if (b)
         pygpu_pinned_give(b);
     free(t);
-    atomic_fetch_sub(&pending, 1);
-    pthread_mutex_lock(&bg_mu);
+    atomic_fetch_sub(&pygpu_bg_in_flight, 1);
+    pthread_mutex_lock(&pygpu_bg_mu);
     warming = 0;
-    pthread_mutex_unlock(&bg_mu);
+    pthread_mutex_unlock(&pygpu_bg_mu);
 }
 
 /* Between two looks at something another thread (or the device) sets:
  * a short spin, then 20 us sleeps. */
-static void pause_after(int spins)
+void pygpu_bg_pause_after(int spins)
 {
     if (spins > 64)
         nanosleep(&(struct timespec){0, 20000}, NULL);
@@ -229,7 +164,7 @@ static int slot_free(task *t, int k)
             return 1;
         if (atomic_load(&t->abandon))
             return 0;
-        pause_after(spins);
+        pygpu_bg_pause_after(spins);
     }
 }
 
@@ -241,10 +176,10 @@ static void tell(task *t, int copied)
 {
     if (t->counter)
         __atomic_store_n(t->counter, (uint32_t)copied, __ATOMIC_RELEASE);
-    pthread_mutex_lock(&bg_mu);
+    pthread_mutex_lock(&pygpu_bg_mu);
     t->copied = copied;
-    pthread_cond_broadcast(&copied_cv);
-    pthread_mutex_unlock(&bg_mu);
+    pthread_cond_broadcast(&pygpu_bg_copied_cv);
+    pthread_mutex_unlock(&pygpu_bg_mu);
 }
 
 /* An upload's chunks into its block (a ring upload's each once its slot
@@ -252,7 +187,7 @@ static void tell(task *t, int copied)
  * is told whole where it stopped: no gate is left shut. */
 static void copy_task(task *t)
 {
-    int n = t->nchunks, threads = task_threads(t), k;
+    int n = t->nchunks, threads = pygpu_bg_task_threads(t), k;
     pygpu_workers_heat(threads - 1);            /* (they spin between its chunks, as for a staged transfer) */
     for (k = 0; k < n && (k < t->ring || !t->ring || slot_free(t, k)); k++) {
         copy_chunk(t, k, threads);
@@ -261,73 +196,6 @@ static void copy_task(task *t)
     pygpu_workers_cool();
     if (k < n)
         tell(t, n);
-}
-
-/* 1 once chunk k's DMA and event are queued, 0 if they never will be
- * (queuing stopped before them). */
-static int chunk_queued(task *t, int k)
-{
-    for (int spins = 0;; spins++) {
-        if (atomic_load(&t->queued) > k)
-            return 1;
-        if (atomic_load(&t->queue_over))
-            return atomic_load(&t->queued) > k;
-        pause_after(spins);
-    }
-}
-
-/* A download's chunks into the host memory: each once its event has
- * passed where `wait` (the lander), else at once (the host function after
- * them all, which may make no runtime call); a ring download's count
- * raised after each.  After a failed DMA nothing more is copied (the
- * stream holds the error, for its next synchronization to raise). */
-static void land_task(task *t, int wait)
-{
-    int ok = 1, threads = task_threads(t);
-    pygpu_workers_heat(threads - 1);
-    for (int k = 0; ok && chunk_queued(t, k); k++) {
-        if (wait && !(ok = pygpu_rt_event_synchronize(t->ev[k]) == 0))
-            break;
-        land_chunk(t, k, threads);
-        if (t->ring)                    /* (the slot's lines read: its next DMA may go) */
-            __atomic_store_n(t->counter, (uint32_t)(k + 1), __ATOMIC_RELEASE);
-    }
-    if (t->ring)                        /* (after a failure too: no gate is left shut) */
-        __atomic_store_n(t->counter, (uint32_t)t->nchunks, __ATOMIC_RELEASE);
-    pygpu_workers_cool();
-    if (!ok)
-        (void)pygpu_rt_get_last_error();
-    pthread_mutex_lock(&bg_mu);
-    t->landed = 1;
-    pthread_cond_broadcast(&copied_cv);
-    pthread_mutex_unlock(&bg_mu);
-}
-
-/* The lander: a thread of its own, apart from the mover (it waits for the
- * device, and an upload's gates must never wait behind that), takes the
- * downloads in the order they were queued, and copies out each chunk as
- * soon as its DMA is over.  A download whose host function runs before
- * the lander has taken it is copied out by that host function instead
- * (all its DMAs are over by then), so that a host function never waits
- * for another download's device work: where the runtime runs host
- * functions on one thread, that could be waiting for a gate queued behind
- * it. */
-static int lander_device;       /* the lander's current device (a new thread is on device 0) */
-
-static void lander_run(task *t)
-{
-    /* On the download's device, set only where it differs: the one CI
-     * failure of the lander was LeakSanitizer's check crashing at exit
-     * ("Tracer caught signal 11"), which tools/asan.sh ties to
-     * thread-local variables set in threads of a dlopen'ed library, and
-     * setting the device sets one. */
-    if (t->device != lander_device) {
-        if (pygpu_rt_set_device(t->device) == 0)
-            lander_device = t->device;
-        else
-            (void)pygpu_rt_get_last_error();
-    }
-    land_task(t, 1);
 }
 
 static void mover_run(task *t)
@@ -343,18 +211,18 @@ static void mover_run(task *t)
 static void *thread_main(void *arg)
 {
     bg_thread *b = arg;
-    pthread_mutex_lock(&bg_mu);
+    pthread_mutex_lock(&pygpu_bg_mu);
     for (;;) {
         while (!b->head)
-            pthread_cond_wait(&b->cv, &bg_mu);
+            pthread_cond_wait(&b->cv, &pygpu_bg_mu);
         task *t = b->head;
         if (!(b->head = t->next))
             b->tail = NULL;
         t->claimed = 1;
         b->busy = 1;
-        pthread_mutex_unlock(&bg_mu);
+        pthread_mutex_unlock(&pygpu_bg_mu);
         b->run(t);                  /* (t may be over and reaped from here on) */
-        pthread_mutex_lock(&bg_mu);
+        pthread_mutex_lock(&pygpu_bg_mu);
         b->busy = 0;
         pthread_cond_broadcast(&b->cv);         /* (the wait at exit) */
     }
@@ -369,15 +237,15 @@ static void bg_at_exit(void)
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += 5;
-    pthread_mutex_lock(&bg_mu);
+    pthread_mutex_lock(&pygpu_bg_mu);
     for (int i = 0; i < 2; i++)
         while (bg_threads[i]->running && (bg_threads[i]->head || bg_threads[i]->busy))
-            if (pthread_cond_timedwait(&bg_threads[i]->cv, &bg_mu, &until) != 0)
+            if (pthread_cond_timedwait(&bg_threads[i]->cv, &pygpu_bg_mu, &until) != 0)
                 break;
-    pthread_mutex_unlock(&bg_mu);
+    pthread_mutex_unlock(&pygpu_bg_mu);
 }
 
-/* (bg_mu held) Hand t to thread b, started if need be; 0, or -1 if it
+/* (pygpu_bg_mu held) Hand t to thread b, started if need be; 0, or -1 if it
  * cannot be started. */
 static int enqueue(bg_thread *b, task *t)
 {
@@ -403,6 +271,26 @@ static int enqueue(bg_thread *b, task *t)
     return 0;
 }
 
+/* Hand t to thread b, with pygpu_bg_queue_mu taken, which the caller lets
+ * go once the task's work is on the stream (so that the threads take the
+ * transfers in that order); 0 and *taken set, or -1 where the thread
+ * cannot be started (the task given back, the lock not held). */
+int pygpu_bg_hand_over(bg_thread *b, task *t, int *taken)
+{
+    pthread_mutex_lock(&pygpu_bg_queue_mu);
+    pthread_mutex_lock(&pygpu_bg_mu);
+    int handed = enqueue(b, t) == 0;
+    pthread_mutex_unlock(&pygpu_bg_mu);
+    if (!handed) {
+        pthread_mutex_unlock(&pygpu_bg_queue_mu);
+        pygpu_bg_task_free(t);
+        return -1;
+    }
+    *taken = 1;
+    atomic_fetch_add(&pygpu_bg_in_flight, 1);
+    return 0;
+}
+
 /* No cached block of `bytes`: the mover page-locks one for the pool (the
  * milliseconds that takes are not the caller's), so that the next upload
  * of this size goes in the background. */
@@ -412,14 +300,14 @@ static void warm_pool(size_t bytes)
     if (!w)
         return;
     w->warm = bytes;
-    pthread_mutex_lock(&bg_mu);
+    pthread_mutex_lock(&pygpu_bg_mu);
     if (warming == bytes || enqueue(&mover, w) != 0) {     /* (asked already: the uploads meanwhile are not) */
         free(w);
     } else {
         warming = bytes;
-        atomic_fetch_add(&pending, 1);
+        atomic_fetch_add(&pygpu_bg_in_flight, 1);
     }
-    pthread_mutex_unlock(&bg_mu);
+    pthread_mutex_unlock(&pygpu_bg_mu);
 }
 
 /* A counter, at 0, or NULL where there is none (the device's wait failed
@@ -429,7 +317,7 @@ static uint32_t *counter_take(void)
 {
     if (atomic_load(&waits_fail))
         return NULL;
-    pthread_mutex_lock(&bg_mu);
+    pthread_mutex_lock(&pygpu_bg_mu);
     if (!counters && !counters_tried) {
         void *p = NULL;
         counters_tried = 1;
@@ -443,13 +331,13 @@ static uint32_t *counter_take(void)
         }
     }
     uint32_t *c = ncounters_free ? &counters[counters_free[--ncounters_free]] : NULL;
-    pthread_mutex_unlock(&bg_mu);
+    pthread_mutex_unlock(&pygpu_bg_mu);
     if (c)
         __atomic_store_n(c, 0, __ATOMIC_RELAXED);
     return c;
 }
 
-/* (bg_mu held) */
+/* (pygpu_bg_mu held) */
 static void counter_give(uint32_t *c)
 {
     if (c)
@@ -460,44 +348,44 @@ static void counter_give(uint32_t *c)
 static void gate(void *arg)
 {
     gate_arg *g = arg;
-    pthread_mutex_lock(&bg_mu);
+    pthread_mutex_lock(&pygpu_bg_mu);
     while (g->t->copied <= g->k)
-        pthread_cond_wait(&copied_cv, &bg_mu);
-    pthread_mutex_unlock(&bg_mu);
+        pthread_cond_wait(&pygpu_bg_copied_cv, &pygpu_bg_mu);
+    pthread_mutex_unlock(&pygpu_bg_mu);
 }
 
 /* The task onto the reaper's list (no runtime call here, nor the GIL: the
  * reaper gives back its block and its owner): as a host function after
  * the last DMA, or at once for an upload whose end is an event (the mover
  * may not have begun it yet: the reaper waits for both). */
-static void finish(void *arg)
+void pygpu_bg_finish(void *arg)
 {
     task *t = arg;
     t->reap_next = NULL;
-    pthread_mutex_lock(&bg_mu);
+    pthread_mutex_lock(&pygpu_bg_mu);
     if (reap_tail)
         reap_tail->reap_next = t;
     else
         reap_list = t;
     reap_tail = t;
     atomic_store(&reapable, 1);
-    pthread_mutex_unlock(&bg_mu);
+    pthread_mutex_unlock(&pygpu_bg_mu);
 }
 
-/* What a task holds, given back (bg_mu not held): its events, its
+/* What a task holds, given back (pygpu_bg_mu not held): its events, its
  * counters, its block, and the task; not the owner.  For a task never
  * taken, and by the reaper (which has given the counters back already). */
-static void task_free(task *t)
+void pygpu_bg_task_free(task *t)
 {
     if (t->done)
         (void)pygpu_rt_event_destroy(t->done);
     for (int k = 0; k < BG_RING_CHUNKS && t->ev[k]; k++)      /* (a download's) */
         (void)pygpu_rt_event_destroy(t->ev[k]);
     if (t->counter || t->sent) {
-        pthread_mutex_lock(&bg_mu);
+        pthread_mutex_lock(&pygpu_bg_mu);
         counter_give(t->counter);
         counter_give(t->sent);
-        pthread_mutex_unlock(&bg_mu);
+        pthread_mutex_unlock(&pygpu_bg_mu);
     }
     if (t->block)
         pygpu_pinned_give(t->block);
@@ -520,7 +408,7 @@ static void task_free(task *t)
  * destination's lines would only pass through the cache
  * (docs/performance.md: background downloads).  The caller tries the
  * stream's wait (and write) before it takes a ring task. */
-static task *task_new(int upload, char *host, const ptrdiff_t *strides, int nd, const ptrdiff_t *shape,
+task *pygpu_bg_task_new(int upload, char *host, const ptrdiff_t *strides, int nd, const ptrdiff_t *shape,
                       ptrdiff_t itemsize)
 {
     ptrdiff_t n = 1;
@@ -548,7 +436,7 @@ static task *task_new(int upload, char *host, const ptrdiff_t *strides, int nd, 
     cut(t, n);
     size_t bytes = (size_t)((t->ring ? t->ring * (t->start[1] - t->start[0]) : n) * itemsize);
     if (!(t->block = pygpu_pinned_take_cached(bytes))) {
-        task_free(t);
+        pygpu_bg_task_free(t);
         warm_pool(bytes);
         return NULL;
     }
@@ -558,7 +446,7 @@ static task *task_new(int upload, char *host, const ptrdiff_t *strides, int nd, 
 /* A ring task's trial of the stream's wait (a wait for 0 holds nothing)
  * and, for an upload, its write (of 0, which the counter holds); 0 if the
  * stream has them, else -1 (and no ring from here on). */
-static int ring_tried(task *t, pygpu_stream_t s)
+int pygpu_bg_ring_tried(task *t, pygpu_stream_t s)
 {
     if (pygpu_rt_stream_wait_value(s, t->counter, 0) != 0) {
         atomic_store(&waits_fail, 1);
@@ -575,12 +463,12 @@ pygpu_status pygpu_bg_upload(char *dev, const char *host, const ptrdiff_t *strid
                              ptrdiff_t itemsize, pygpu_stream_t s, void *owner, int *taken)
 {
     pygpu_status r = 0;
-    task *t = task_new(1, (char *)host, strides, nd, shape, itemsize);
+    task *t = pygpu_bg_task_new(1, (char *)host, strides, nd, shape, itemsize);
     *taken = 0;
     if (!t)
         return 0;
-    if (t->ring && ring_tried(t, s) != 0) {
-        task_free(t);
+    if (t->ring && pygpu_bg_ring_tried(t, s) != 0) {
+        pygpu_bg_task_free(t);
         return 0;
     }
     t->owner = owner;
@@ -590,17 +478,8 @@ pygpu_status pygpu_bg_upload(char *dev, const char *host, const ptrdiff_t *strid
     }
     /* Queued for the mover first: a runtime that runs host functions at
      * once (the host's) runs the first gate before this returns. */
-    pthread_mutex_lock(&queue_mu);
-    pthread_mutex_lock(&bg_mu);
-    int handed = enqueue(&mover, t) == 0;
-    pthread_mutex_unlock(&bg_mu);
-    if (!handed) {
-        pthread_mutex_unlock(&queue_mu);
-        task_free(t);
+    if (pygpu_bg_hand_over(&mover, t, taken) != 0)
         return 0;
-    }
-    *taken = 1;
-    atomic_fetch_add(&pending, 1);
     int k, wait = t->counter != NULL, nchunks = t->nchunks, ring = t->ring;
     for (k = 0; r == 0 && k < nchunks; k++) {
         ptrdiff_t e = t->start[k], bytes = (t->start[k + 1] - e) * itemsize;
@@ -613,7 +492,7 @@ pygpu_status pygpu_bg_upload(char *dev, const char *host, const ptrdiff_t *strid
             r = pygpu_rt_launch_host_func(s, gate, &t->gate[k]);
         }
         if (r == 0)
-            r = pygpu_rt_memcpy_async(dev + e * itemsize, slot(t, k), (size_t)bytes, PYGPU_COPY_H2D, s);
+            r = pygpu_rt_memcpy_async(dev + e * itemsize, pygpu_bg_slot(t, k), (size_t)bytes, PYGPU_COPY_H2D, s);
         if (r == 0 && ring)
             r = pygpu_rt_stream_write_value(s, t->sent, (uint32_t)(k + 1));
     }
@@ -621,11 +500,11 @@ pygpu_status pygpu_bg_upload(char *dev, const char *host, const ptrdiff_t *strid
      * nothing after the last DMA to wait for), else a host function. */
     if (r == 0 && t->done) {
         if ((r = pygpu_rt_event_record(t->done, s)) == 0)
-            finish(t);
+            pygpu_bg_finish(t);
     } else if (r == 0) {
-        r = pygpu_rt_launch_host_func(s, finish, t);
+        r = pygpu_rt_launch_host_func(s, pygpu_bg_finish, t);
     }
-    pthread_mutex_unlock(&queue_mu);
+    pthread_mutex_unlock(&pygpu_bg_queue_mu);
     if (pygpu_trace_on)                 /* (t may be over by now) */
         fprintf(stderr, "pygpu background: up in %d chunks through %s, gated by %s\n", nchunks,
                 ring ? "a ring" : "a whole block", wait ? "the device's wait on a counter" : "host functions");
@@ -637,122 +516,16 @@ pygpu_status pygpu_bg_upload(char *dev, const char *host, const ptrdiff_t *strid
         (void)pygpu_rt_stream_synchronize(s);
         (void)pygpu_rt_get_last_error();
         atomic_store(&t->abandon, 1);
-        pthread_mutex_lock(&bg_mu);
+        pthread_mutex_lock(&pygpu_bg_mu);
         while (t->copied < t->nchunks)
-            pthread_cond_wait(&copied_cv, &bg_mu);
-        pthread_mutex_unlock(&bg_mu);
-        finish(t);
+            pthread_cond_wait(&pygpu_bg_copied_cv, &pygpu_bg_mu);
+        pthread_mutex_unlock(&pygpu_bg_mu);
+        pygpu_bg_finish(t);
     }
     return r;
 }
 
-/* After a download's last DMA and event: the stream goes on once the
- * lander has copied every chunk out (a host function may wait for host
- * work), and the task is over. */
-static void landed(void *arg)
-{
-    task *t = arg;
-    pthread_mutex_lock(&bg_mu);
-    if (!t->claimed) {              /* still in the lander's queue: out of it, and copied out here */
-        task **at = &lander.head, *prev = NULL;
-        while (*at != t) {
-            prev = *at;
-            at = &(*at)->next;
-        }
-        *at = t->next;
-        if (lander.tail == t)
-            lander.tail = prev;
-        t->claimed = 1;
-        pthread_mutex_unlock(&bg_mu);
-        land_task(t, 0);
-        pthread_mutex_lock(&bg_mu);
-    }
-    while (!t->landed)
-        pthread_cond_wait(&copied_cv, &bg_mu);
-    pthread_mutex_unlock(&bg_mu);
-    finish(t);
-}
-
-/* A download's events, as many as its chunks; 0 if they cannot be had
- * (those made are destroyed). */
-static int events_made(task *t)
-{
-    for (int k = 0; k < t->nchunks; k++) {
-        if (pygpu_rt_event_create(&t->ev[k], PYGPU_EVENT_DISABLE_TIMING) != 0) {
-            (void)pygpu_rt_get_last_error();
-            t->ev[k] = NULL;
-            while (k-- > 0) {
-                (void)pygpu_rt_event_destroy(t->ev[k]);
-                t->ev[k] = NULL;
-            }
-            return 0;
-        }
-    }
-    return 1;
-}
-
-pygpu_status pygpu_bg_download(char *host, const ptrdiff_t *strides, int nd, const ptrdiff_t *shape,
-                               ptrdiff_t itemsize, const char *dev, pygpu_stream_t s, void *owner, int *taken)
-{
-    pygpu_status r = 0;
-    task *t = task_new(0, host, strides, nd, shape, itemsize);
-    *taken = 0;
-    if (!t)
-        return 0;
-    if (pygpu_rt_get_device(&t->device) != 0 || !events_made(t)) {
-        (void)pygpu_rt_get_last_error();
-        task_free(t);
-        return 0;
-    }
-    /* A ring needs the stream's wait, and the lander at work while the
-     * chunks are queued: it is handed the task first (the host's runtime,
-     * whose gates wait in this call, needs that too).  Else the download
-     * is not taken. */
-    if (t->ring && ring_tried(t, s) != 0) {
-        task_free(t);
-        return 0;
-    }
-    pthread_mutex_lock(&queue_mu);
-    pthread_mutex_lock(&bg_mu);
-    int handed = enqueue(&lander, t) == 0;
-    pthread_mutex_unlock(&bg_mu);
-    if (!handed) {
-        pthread_mutex_unlock(&queue_mu);
-        task_free(t);
-        return 0;
-    }
-    t->owner = owner;                   /* (read by the reaper only, once the task is over) */
-    *taken = 1;
-    atomic_fetch_add(&pending, 1);
-    if (pygpu_trace_on)                 /* (t is the lander's now, but not over before queue_over) */
-        fprintf(stderr, "pygpu background: down in %d chunks through %s, copied out with %s stores\n",
-                t->nchunks, t->ring ? "a ring" : "a whole block", t->land_stream ? "streaming" : "plain");
-    for (int k = 0; r == 0 && k < t->nchunks; k++) {
-        ptrdiff_t e = t->start[k], bytes = (t->start[k + 1] - e) * itemsize;
-        if (t->ring && k >= t->ring && (r = pygpu_rt_stream_wait_value(s, t->counter, (uint32_t)(k + 1 - t->ring))))
-            break;
-        if ((r = pygpu_rt_memcpy_async(slot(t, k), dev + e * itemsize, (size_t)bytes, PYGPU_COPY_D2H, s)) == 0 &&
-            (r = pygpu_rt_event_record(t->ev[k], s)) == 0)
-            atomic_store(&t->queued, k + 1);
-    }
-    atomic_store(&t->queue_over, 1);
-    /* The host function that waits for the lander (a runtime that runs
-     * host functions at once, the host's, runs it before this returns). */
-    if (r == 0)
-        r = pygpu_rt_launch_host_func(s, landed, t);
-    pthread_mutex_unlock(&queue_mu);
-    if (r == 0)
-        return 0;
-    /* Else what was queued is waited for and copied out by the lander
-     * before the block goes back; the caller raises the status. */
-    pygpu_status w = pygpu_rt_stream_synchronize(s);
-    if (r == 0)
-        r = w;
-    landed(t);
-    return r;
-}
-
-/* (bg_mu held) 1 if a task on the reap list is over: an upload once the
+/* (pygpu_bg_mu held) 1 if a task on the reap list is over: an upload once the
  * mover has counted its last chunk (its last gate may let the DMA through
  * before) and the stream has passed its end event (a failed stream counts
  * as passed; an event never recorded has passed). */
@@ -775,7 +548,7 @@ void pygpu_bg_reap(void (*release)(void *owner))
         return;
     task *t = NULL, **to = &t, **at = &reap_list, *prev = NULL;
     int not_over = 0;
-    pthread_mutex_lock(&bg_mu);
+    pthread_mutex_lock(&pygpu_bg_mu);
     while (*at && not_over < REAP_LOOK_PAST) {
         task *o = *at;
         if (over(o)) {
@@ -795,21 +568,21 @@ void pygpu_bg_reap(void (*release)(void *owner))
         }
     }
     atomic_store(&reapable, reap_list != NULL);
-    pthread_mutex_unlock(&bg_mu);
+    pthread_mutex_unlock(&pygpu_bg_mu);
     while (t) {
         task *next = t->reap_next;
         void *owner = t->owner;
-        task_free(t);
+        pygpu_bg_task_free(t);
         if (owner)
             release(owner);
-        atomic_fetch_sub(&pending, 1);
+        atomic_fetch_sub(&pygpu_bg_in_flight, 1);
         t = next;
     }
 }
 
 int pygpu_bg_pending(void)
 {
-    return atomic_load(&pending);
+    return atomic_load(&pygpu_bg_in_flight);
 }
 
 /* The child of a fork has no mover; the parent's tasks are the parent's. */
@@ -817,23 +590,23 @@ static void bg_fork(enum pygpu_fork_phase phase)
 {
     if (phase != PYGPU_FORK_CHILD)
         return;
-    pthread_mutex_init(&bg_mu, NULL);
-    pthread_cond_init(&copied_cv, NULL);
+    pthread_mutex_init(&pygpu_bg_mu, NULL);
+    pthread_cond_init(&pygpu_bg_copied_cv, NULL);
     reap_list = reap_tail = NULL;
     warming = 0;
     counters = NULL;                        /* (the parent's page-locked memory is not the child's) */
     ncounters_free = counters_tried = 0;
     atomic_store(&waits_fail, 0);
     atomic_store(&writes_fail, 0);
-    pthread_mutex_init(&queue_mu, NULL);
+    pthread_mutex_init(&pygpu_bg_queue_mu, NULL);
     for (int i = 0; i < 2; i++) {
         bg_thread *b = bg_threads[i];
         pthread_cond_init(&b->cv, NULL);
         b->head = b->tail = NULL;
         b->busy = b->running = 0;           /* (started again when needed) */
     }
-    lander_device = 0;
-    atomic_store(&pending, 0);
+    pygpu_bg_lander_device = 0;
+    atomic_store(&pygpu_bg_in_flight, 0);
     atomic_store(&reapable, 0);
 }
 
