@@ -486,6 +486,9 @@ case("transfer_config-crowd-down-float", lambda: pygpu.transfer_config(crowd_dow
 case("transfer_config-threads-alone-65", lambda: pygpu.transfer_config(threads_alone=65), ValueError,
      "threads_alone must be 0 .as threads. or 1..64, not 65")
 case("transfer_config-threads-alone-negative", lambda: pygpu.transfer_config(threads_alone=-1), ValueError, ">= 0")
+case("transfer_config-crowd-threads-65", lambda: pygpu.transfer_config(crowd_threads=65), ValueError,
+     "crowd_threads must be 0 .as threads. or 1..64, not 65")
+case("transfer_config-crowd-threads-negative", lambda: pygpu.transfer_config(crowd_threads=-1), ValueError, ">= 0")
 case("transfer_config-positional", lambda: pygpu.transfer_config(8), TypeError, "positional")
 case("set_pinned_pool_limit-negative", lambda: pygpu.set_pinned_pool_limit(-1), ValueError, "limit must be >= 0")
 case("set_pinned_pool_limit-str", lambda: pygpu.set_pinned_pool_limit("x"), TypeError, "must be an int")

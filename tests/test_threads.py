@@ -171,7 +171,8 @@ CROWD_SCRIPT = r"""
 import re, sys
 sys.path.insert(0, TESTS_HERE)
 import numpy as np, pygpu, test_threads as t
-pygpu.transfer_config(min_bytes=0, chunk=256 << 10, depth=4, threads=2, crowd_up=64 << 10, crowd_down=128 << 10)
+pygpu.transfer_config(min_bytes=0, chunk=256 << 10, depth=4, threads=2, crowd_up=128 << 10, crowd_down=128 << 10,
+                      crowd_threads=1)
 
 def work(k):
     rng = np.random.default_rng(k)
@@ -195,8 +196,11 @@ def test_crowded_transfers_take_small_lanes(run_python):
     another is at work on the device go through lanes of crowd_up (uploads)
     or crowd_down (downloads) bytes, which the trace shows as chunks of at
     most that size in transfers of more (alone, their first chunk is of 256
-    KiB); every transfer arrives whole, in lanes of either size, and once
-    trimmed no page-locked memory is in use."""
+    KiB); an upload's chunks are copied by crowd_threads threads while
+    another transfer is at work (one part each here, where two threads cut
+    a chunk of more than 64 KiB in two or more), a download's by threads;
+    every transfer arrives whole, in lanes of either size, and once trimmed
+    no page-locked memory is in use."""
     import os
     import re
     env = {"PYGPU_STAGING_TRACE": "1"}
@@ -207,13 +211,19 @@ def test_crowded_transfers_take_small_lanes(run_python):
     proc = run_python(code, env=env, timeout=JOIN_TIMEOUT + 60)
     assert proc.stdout.split()[-1] == "0"
     biggest = {"h2d": [], "d2h": []}        # each staged transfer of over 256 KiB: its biggest chunk
+    parts = {"h2d": [], "d2h": []}          # the parts of each host copy of more than 64 KiB
     for line in proc.stderr.splitlines():
         m = re.match(r"pygpu staging (h2d|d2h)( \(whole\))?: .* b0@[0-9.]+\[(\d+)K\]", line)
         if m and int(m.group(3)) > 256:
             biggest[m.group(1)].append(max(int(c) for c in re.findall(r" c\d+@[0-9.]+\[(\d+)K\]", line)))
+        if m:
+            parts[m.group(1)] += [int(n) for k, n in re.findall(r" c\d+@[0-9.]+\[(\d+)K\]\{(\d+) parts", line)
+                                  if int(k) > 64]
+    assert 1 in parts["h2d"], sorted(parts["h2d"])                      # crowded uploads: crowd_threads
+    assert parts["d2h"] and min(parts["d2h"]) >= 2, sorted(parts["d2h"])   # downloads: threads
     assert biggest["h2d"] and biggest["d2h"], proc.stderr[-2000:]
     assert max(biggest["h2d"] + biggest["d2h"]) <= 256                 # (chunk)
-    assert min(biggest["h2d"]) <= 64, sorted(biggest["h2d"])            # crowded uploads: crowd_up
+    assert min(biggest["h2d"]) <= 128, sorted(biggest["h2d"])           # crowded uploads: crowd_up
     assert min(biggest["d2h"]) <= 128, sorted(biggest["d2h"])          # crowded downloads: crowd_down
     assert max(biggest["h2d"]) == 256 or max(biggest["d2h"]) == 256     # (a transfer alone: chunk)
 

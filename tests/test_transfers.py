@@ -104,7 +104,8 @@ def test_transfer_config_validates():
     with pytest.raises(ValueError, match="crowd_up must be 0 .as chunk. or at least 4096 bytes, not 100"):
         pygpu.transfer_config(crowd_up=100)
     cfg = pygpu.transfer_config()
-    assert set(cfg) == {"chunk", "depth", "threads", "threads_alone", "min_bytes", "peer", "crowd_up", "crowd_down"}
+    assert set(cfg) == {"chunk", "depth", "threads", "threads_alone", "min_bytes", "peer", "crowd_up", "crowd_down",
+                        "crowd_threads"}
 
 
 def test_transfer_config_threads_alone():
@@ -127,6 +128,30 @@ def test_transfer_config_threads_alone():
             pygpu.transfer_config(threads_alone=65, threads=4)
         now = pygpu.transfer_config()
         assert (now["threads"], now["threads_alone"]) == (3, 5)
+    finally:
+        pygpu.transfer_config(**saved)
+    assert pygpu.transfer_config() == saved
+
+
+def test_transfer_config_crowd_threads():
+    """crowd_threads is set and read back (0: as threads; by default a
+    third of the CPUs where there are six or more, else 0); setting threads
+    without it sets it to 0; a refused value changes nothing."""
+    import os
+    saved = pygpu.transfer_config()
+    cpus = os.cpu_count() or 1
+    if saved["threads"] == min(16, cpus - cpus // 4):               # (the defaults)
+        assert saved["crowd_threads"] == (cpus // 3 if cpus > 5 else 0)
+    try:
+        assert pygpu.transfer_config(crowd_threads=3)["crowd_threads"] == 3
+        assert pygpu.transfer_config(threads=6)["crowd_threads"] == 0            # (threads asked for hold)
+        assert pygpu.transfer_config(threads=6, crowd_threads=2)["crowd_threads"] == 2
+        with pytest.raises(ValueError, match="crowd_threads must be 0 .as threads. or 1..64, not 65"):
+            pygpu.transfer_config(crowd_threads=65, threads=4)
+        with pytest.raises(TypeError):
+            pygpu.transfer_config(crowd_threads="2")
+        now = pygpu.transfer_config()
+        assert (now["threads"], now["crowd_threads"]) == (6, 2)
     finally:
         pygpu.transfer_config(**saved)
     assert pygpu.transfer_config() == saved

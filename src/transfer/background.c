@@ -127,7 +127,7 @@ static void copy_chunk(task *t, int k, int threads)
 {
     ptrdiff_t e = t->start[k], cnt = t->start[k + 1] - e;
     pygpu_range_job j = {{pygpu_bg_slot(t, k), NULL, 0}, {t->host, t->strides, 0}, t->shape, t->nd, t->itemsize, e, cnt,
-                         pygpu_up_stream(cnt * t->itemsize)};
+                         pygpu_up_stream(cnt * t->itemsize), 0};
     pygpu_parallel_range(&j, threads);
 }
 

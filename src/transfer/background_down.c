@@ -28,7 +28,7 @@ static void land_chunk(task *t, int k, int threads)
 {
     ptrdiff_t e = t->start[k], cnt = t->start[k + 1] - e;
     pygpu_range_job j = {{t->host, t->strides, 0}, {pygpu_bg_slot(t, k), NULL, 0}, t->shape, t->nd, t->itemsize, e, cnt,
-                         t->land_stream};
+                         t->land_stream, 0};
     pygpu_parallel_range(&j, threads);
 }
 
@@ -175,8 +175,8 @@ pygpu_status pygpu_bg_download(char *host, const ptrdiff_t *strides, int nd, con
         ptrdiff_t e = t->start[k], bytes = (t->start[k + 1] - e) * itemsize;
         if (t->ring && k >= t->ring && (r = pygpu_rt_stream_wait_value(s, t->counter, (uint32_t)(k + 1 - t->ring))))
             break;
-        if ((r = pygpu_rt_memcpy_async(pygpu_bg_slot(t, k), dev + e * itemsize, (size_t)bytes, PYGPU_COPY_D2H, s)) == 0 &&
-            (r = pygpu_rt_event_record(t->ev[k], s)) == 0)
+        r = pygpu_rt_memcpy_async(pygpu_bg_slot(t, k), dev + e * itemsize, (size_t)bytes, PYGPU_COPY_D2H, s);
+        if (r == 0 && (r = pygpu_rt_event_record(t->ev[k], s)) == 0)
             atomic_store(&t->queued, k + 1);
     }
     atomic_store(&t->queue_over, 1);

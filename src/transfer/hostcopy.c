@@ -170,15 +170,20 @@ static void range_part(void *arg, int k, int n)
 {
     pygpu_range_job *j = arg;
     ptrdiff_t per = (j->count + n - 1) / n, a = per * k, b = a + per > j->count ? j->count : a + per;
-    PYGPU_TRACE_PART(k, n, 0);
+    if (j->traced)
+        PYGPU_TRACE_PART(k, n, 0);
     if (a < b)
         range_copy(advance(j->dst, a, j->itemsize), advance(j->src, a, j->itemsize), j->nd, j->shape,
                    j->itemsize, j->start + a, b - a, j->stream);
-    PYGPU_TRACE_PART(k, n, 1);
+    if (j->traced)
+        PYGPU_TRACE_PART(k, n, 1);
 }
 
+/* (the traced transfer's copies alone go into the trace: the parts of
+ * several threads' copies at once would mix there) */
 pygpu_job pygpu_range_start(pygpu_range_job *j, int threads)
 {
+    j->traced = pygpu_trace_mine();
     return pygpu_job_start(range_part, j, pygpu_range_parts(j->count * j->itemsize, threads), threads);
 }
 
@@ -194,7 +199,7 @@ void pygpu_parallel_strided_copy(char *dst, const ptrdiff_t *dst_strides, const 
 {
     pygpu_transfer_config c;
     pygpu_transfer_config_get(&c);
-    pygpu_range_job j = {{dst, dst_strides, 0}, {(char *)src, src_strides, 0}, shape, nd, itemsize, start, count, 0};
+    pygpu_range_job j = {{dst, dst_strides, 0}, {(char *)src, src_strides, 0}, shape, nd, itemsize, start, count, 0, 0};
     pygpu_parallel_range(&j, c.threads);
 }
 

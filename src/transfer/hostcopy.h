@@ -29,6 +29,7 @@ typedef struct {
     int nd;
     ptrdiff_t itemsize, start, count;
     int stream;
+    int traced;                 /* its parts go into the staging trace (set when it starts) */
 } pygpu_range_job;
 
 /* Whether a chunk of `bytes` going up into a staging buffer is written with

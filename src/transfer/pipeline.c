@@ -110,6 +110,13 @@ static int engine_take(pygpu_staging_ctx *c, pygpu_transfer_config *cfg, const p
     return 1;
 }
 
+/* The threads for an upload's next host copy: fewer while another
+ * transfer is at work on its device (settings.c: crowd_threads). */
+static int up_threads(const pygpu_staging_ctx *c, const pygpu_transfer_config *cfg)
+{
+    return pygpu_upload_threads(cfg, cfg->threads, pygpu_lane_crowded(c->lane));
+}
+
 /* Give the lane back at the end of a transfer. */
 static void engine_give(pygpu_staging_ctx *c)
 {
@@ -336,7 +343,7 @@ static pygpu_host_layout collapsed(pygpu_host_layout h, ptrdiff_t *shape, ptrdif
 static pygpu_range_job up_job(const pygpu_host_layout *h, char *to, ptrdiff_t e, ptrdiff_t cnt)
 {
     return (pygpu_range_job){{to, NULL, 0}, {h->ptr, h->strides, 0}, h->shape, h->nd, h->itemsize, e, cnt,
-                       pygpu_up_stream(cnt * h->itemsize)};
+                       pygpu_up_stream(cnt * h->itemsize), 0};
 }
 
 /* Host to device when the whole transfer fits in the staging buffers: the
@@ -366,7 +373,7 @@ static pygpu_status h2d_whole(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
                 break;
             PYGPU_TRACE('w', k, 0);
             job[k & 1] = up_job(&h, win[k].at, win[k].e, win[k].cnt);
-            p = pygpu_range_start(&job[k & 1], cfg->threads);
+            p = pygpu_range_start(&job[k & 1], up_threads(c, cfg));
         }
         /* Windows [from, k) are in the buffers: they go now if the link
          * would otherwise run dry. */
@@ -418,7 +425,7 @@ pygpu_status pygpu_staged_h2d(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
     if (schedule_next(&sch, &e, &cnt) && (r = buffer_free(c, 0)) == 0 && !stop_now(c)) {
         PYGPU_TRACE('w', 0, 0);
         job[0] = up_job(&h, c->lane->buf[0], e, cnt);
-        pygpu_parallel_range(&job[0], cfg.threads);
+        pygpu_parallel_range(&job[0], up_threads(c, &cfg));
         PYGPU_TRACE('c', 0, (size_t)(cnt * h.itemsize));
         k = 1;
     }
@@ -434,7 +441,7 @@ pygpu_status pygpu_staged_h2d(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
                 break;
             PYGPU_TRACE('w', k, 0);
             job[k & 1] = up_job(&h, c->lane->buf[b], e, cnt);
-            p = pygpu_range_start(&job[k & 1], cfg.threads);
+            p = pygpu_range_start(&job[k & 1], up_threads(c, &cfg));
         }
         r = queue_copy(c, prev, dev + done->start * h.itemsize, c->lane->buf[prev], (size_t)(done->count * h.itemsize),
                        PYGPU_COPY_H2D);
@@ -499,7 +506,7 @@ static pygpu_status d2h_whole(pygpu_staging_ctx *c, pygpu_host_layout h, const c
             break;
         PYGPU_TRACE('w', k, 0);
         pygpu_range_job j = {{h.ptr, h.strides, 0}, {win[k].at, NULL, 0}, h.shape, h.nd, h.itemsize, win[k].e, win[k].cnt,
-                       0};
+                       0, 0};
         pygpu_job p = pygpu_range_start(&j, cfg->threads);
         r = queue_windows(c, win, nwin, k + 4, &queued, dev, h.itemsize);
         pygpu_job_join(&p);
@@ -568,7 +575,7 @@ pygpu_status pygpu_staged_d2h(pygpu_staging_ctx *c, pygpu_host_layout h, const c
             break;
         PYGPU_TRACE('w', retired, 0);
         pygpu_range_job j = {{h.ptr, h.strides, 0}, {c->lane->buf[b], NULL, 0}, h.shape, h.nd, h.itemsize, win[b].e,
-                       win[b].cnt, 0};
+                       win[b].cnt, 0, 0};
         pygpu_parallel_range(&j, cfg.threads);
         PYGPU_TRACE('c', retired, (size_t)(win[b].cnt * h.itemsize));
         retired++;
@@ -649,7 +656,7 @@ pygpu_status pygpu_staged_d2h_view(pygpu_staging_ctx *c, pygpu_host_layout h, co
             break;
         PYGPU_TRACE('w', retired, 0);
         pygpu_range_job j = {{h.ptr, h.strides, 0}, {c->lane->buf[b], dev_strides, win[b].off}, h.shape, h.nd,
-                             h.itemsize, win[b].e, win[b].cnt, 0};
+                             h.itemsize, win[b].e, win[b].cnt, 0, 0};
         pygpu_parallel_range(&j, cfg.threads);
         PYGPU_TRACE('c', retired, (size_t)(win[b].cnt * h.itemsize));
         done += win[b].cnt;
@@ -690,8 +697,8 @@ pygpu_status pygpu_staged_h2d_rows(pygpu_staging_ctx *c, char *dev, ptrdiff_t pi
             break;
         PYGPU_TRACE('w', (int)i, 0);
         pygpu_range_job j = {{c->lane->buf[b], NULL, 0}, {h.ptr, h.strides, 0}, h.shape, h.nd, h.itemsize,
-                             row * per_row, cnt * per_row, pygpu_up_stream(cnt * width)};
-        pygpu_parallel_range(&j, cfg.threads);
+                             row * per_row, cnt * per_row, pygpu_up_stream(cnt * width), 0};
+        pygpu_parallel_range(&j, up_threads(c, &cfg));
         PYGPU_TRACE('c', (int)i, (size_t)(cnt * width));
         r = pygpu_rt_memcpy2d_async(dev + row * pitch, (size_t)pitch, c->lane->buf[b], (size_t)width, (size_t)width,
                                     (size_t)cnt, PYGPU_COPY_H2D, c->stream);

@@ -61,6 +61,13 @@ static void config_defaults(void)
      * pageable 64 MiB each: docs/performance.md, crowded lanes). */
     config.crowd_up = (size_t)2 << 20;
     config.crowd_down = (size_t)8 << 20;
+    /* Uploads while another transfer is at work on the device: a core in
+     * three.  On 16-core H100 hosts, 5 threads took a 1 MiB upload beside
+     * a 1 GiB one from 4-5x its time alone to 2.1x, and 2, 4 and 8
+     * threads' uploads at once moved 0.87 of the link where 12 moved 0.80
+     * (docs/performance.md: crowded uploads).  Downloads keep theirs: with
+     * 4 threads they lost. */
+    config.crowd_threads = cpus > 5 ? (int)(cpus / 3) : 0;
     config_ready = 1;
 }
 
@@ -70,6 +77,11 @@ void pygpu_transfer_config_get(pygpu_transfer_config *c)
     config_defaults();
     *c = config;
     pthread_mutex_unlock(&config_mu);
+}
+
+int pygpu_upload_threads(const pygpu_transfer_config *c, int threads, int crowded)
+{
+    return crowded && c->crowd_threads > 0 && c->crowd_threads < threads ? c->crowd_threads : threads;
 }
 
 int pygpu_transfer_threads(const pygpu_transfer_config *c, size_t bytes, int alone)
@@ -98,6 +110,10 @@ void pygpu_transfer_config_set(const pygpu_transfer_config *c)
         config.threads_alone = 0;
     if (config.threads_alone > PYGPU_MAX_THREADS)
         config.threads_alone = PYGPU_MAX_THREADS;
+    if (config.crowd_threads < 0)
+        config.crowd_threads = 0;
+    if (config.crowd_threads > PYGPU_MAX_THREADS)
+        config.crowd_threads = PYGPU_MAX_THREADS;
     if (config.chunk < 4096)
         config.chunk = 4096;
     if (config.crowd_up && config.crowd_up < 4096)

@@ -32,9 +32,14 @@ typedef struct {
     size_t crowd_up, crowd_down;        /* bytes per staging buffer, at most, of an upload
                                          * (download) that starts while another transfer is
                                          * at work on its device (0: chunk) */
+    int crowd_threads;          /* host threads copying each chunk of an upload while another
+                                 * transfer is at work on its device (0: threads) */
 } pygpu_transfer_config;
 
 void pygpu_transfer_config_get(pygpu_transfer_config *c);
+/* The threads for an upload's next chunk, `threads` its own: fewer while
+ * its lane is `crowded` (crowd_threads). */
+int pygpu_upload_threads(const pygpu_transfer_config *c, int threads, int crowded);
 /* Set them, clamped to their ranges (the caller releases the staging
  * buffers of the old size: pygpu_staging_release). */
 void pygpu_transfer_config_set(const pygpu_transfer_config *c);

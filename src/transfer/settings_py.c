@@ -15,11 +15,11 @@ static PyObject *config_dict(void)
 {
     pygpu_transfer_config c;
     pygpu_transfer_config_get(&c);
-    return Py_BuildValue("{s:n,s:i,s:i,s:i,s:N,s:O,s:n,s:n}", "chunk", (Py_ssize_t)c.chunk, "depth", c.depth,
+    return Py_BuildValue("{s:n,s:i,s:i,s:i,s:N,s:O,s:n,s:n,s:i}", "chunk", (Py_ssize_t)c.chunk, "depth", c.depth,
                          "threads", c.threads, "threads_alone", c.threads_alone, "min_bytes",
                          c.min_bytes == SIZE_MAX ? Py_NewRef(Py_None) : PyLong_FromSize_t(c.min_bytes),
                          "peer", c.peer ? Py_True : Py_False, "crowd_up", (Py_ssize_t)c.crowd_up, "crowd_down",
-                         (Py_ssize_t)c.crowd_down);
+                         (Py_ssize_t)c.crowd_down, "crowd_threads", c.crowd_threads);
 }
 
 /* A crowded lane's chunk: 0 (the chunk setting's) or at least 4096 bytes. */
@@ -36,17 +36,31 @@ static int crowd_arg(PyObject *arg, const char *name, size_t *out)
     return 0;
 }
 
+/* A thread count that may be 0 (as threads): 0..64. */
+static int thread_count_arg(PyObject *arg, const char *name, int *out)
+{
+    size_t v;
+    if (pygpu_size_arg(arg, name, &v) < 0)
+        return -1;
+    if (v > 64) {
+        PyErr_Format(PyExc_ValueError, "%s must be 0 (as threads) or 1..64, not %zu", name, v);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
 static PyObject *transfer_config(PyObject *m, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"chunk", "depth",    "threads",    "threads_alone", "min_bytes",
-                             "peer",  "crowd_up", "crowd_down", NULL};
+                             "peer",  "crowd_up", "crowd_down", "crowd_threads", NULL};
     PyObject *chunk = NULL, *depth = NULL, *threads = NULL, *threads_alone = NULL, *min_bytes = NULL, *peer = NULL,
-             *crowd_up = NULL, *crowd_down = NULL;
+             *crowd_up = NULL, *crowd_down = NULL, *crowd_threads = NULL;
     pygpu_transfer_config c;
     size_t v;
     (void)m;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$OOOOOOOO:transfer_config", kwlist, &chunk, &depth, &threads,
-                                     &threads_alone, &min_bytes, &peer, &crowd_up, &crowd_down))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$OOOOOOOOO:transfer_config", kwlist, &chunk, &depth, &threads,
+                                     &threads_alone, &min_bytes, &peer, &crowd_up, &crowd_down, &crowd_threads))
         return NULL;
     pygpu_transfer_config_get(&c);
     if (chunk) {
@@ -69,15 +83,13 @@ static PyObject *transfer_config(PyObject *m, PyObject *args, PyObject *kwds)
         if (v < 1 || v > 64)
             return PyErr_Format(PyExc_ValueError, "threads must be 1..64, not %zu", v);
         c.threads = (int)v;
-        c.threads_alone = 0;    /* (a count asked for holds for every transfer, unless threads_alone is given too) */
+        c.threads_alone = c.crowd_threads = 0;  /* (a count asked for holds for every transfer, unless the
+                                                 * others are given too) */
     }
-    if (threads_alone) {
-        if (pygpu_size_arg(threads_alone, "threads_alone", &v) < 0)
-            return NULL;
-        if (v > 64)
-            return PyErr_Format(PyExc_ValueError, "threads_alone must be 0 (as threads) or 1..64, not %zu", v);
-        c.threads_alone = (int)v;
-    }
+    if (threads_alone && thread_count_arg(threads_alone, "threads_alone", &c.threads_alone) < 0)
+        return NULL;
+    if (crowd_threads && thread_count_arg(crowd_threads, "crowd_threads", &c.crowd_threads) < 0)
+        return NULL;
     if (min_bytes) {
         if (min_bytes == Py_None)
             v = SIZE_MAX;
@@ -94,7 +106,7 @@ static PyObject *transfer_config(PyObject *m, PyObject *args, PyObject *kwds)
         return NULL;
     if (crowd_down && crowd_arg(crowd_down, "crowd_down", &c.crowd_down) < 0)
         return NULL;
-    if (chunk || depth || threads || threads_alone || min_bytes || peer || crowd_up || crowd_down) {
+    if (chunk || depth || threads || threads_alone || min_bytes || peer || crowd_up || crowd_down || crowd_threads) {
         Py_BEGIN_ALLOW_THREADS
         pygpu_transfer_config_set(&c);
         pygpu_staging_release();        /* buffers of the old size go back to the pool */
@@ -161,17 +173,19 @@ PyMethodDef pygpu_transfer_methods[] = {
      "with the runtime); always False on the host backend."},
     {"transfer_config", (PyCFunction)(void (*)(void))transfer_config, METH_VARARGS | METH_KEYWORDS,
      "transfer_config(*, chunk=None, depth=None, threads=None, threads_alone=None, min_bytes=None, peer=None,\n"
-     "                crowd_up=None, crowd_down=None)\n--\n\n"
+     "                crowd_up=None, crowd_down=None, crowd_threads=None)\n--\n\n"
      "The staging pipeline's settings as a dict, after changing the ones given:\n"
      "chunk (bytes per staging buffer), depth (buffers in flight), threads (host\n"
      "threads copying each chunk), threads_alone (the same for a transfer of more\n"
      "than depth x chunk bytes while no other is at work in the process; 0: as\n"
-     "threads, which setting threads alone also sets), min_bytes (smaller pageable\n"
+     "threads, which setting threads without it also sets), min_bytes (smaller pageable\n"
      "copies, or None for all, go the runtime's own way), peer (copies between\n"
      "devices go peer to peer where the hardware allows; False stages them through\n"
      "pinned host memory), crowd_up and crowd_down (bytes per staging buffer, at\n"
      "most, of an upload or a download that starts while another transfer is at\n"
-     "work on its device; 0: as chunk)."},
+     "work on its device; 0: as chunk), crowd_threads (host threads copying each\n"
+     "chunk of an upload while another transfer is at work on its device; 0: as\n"
+     "threads, which setting threads without it also sets)."},
     {"pinned_pool_stats", pinned_pool_stats, METH_NOARGS,
      "pinned_pool_stats()\n--\n\n{'limit', 'in_use', 'cached', 'hits', 'misses'} of the pinned pool, and "
      "'background': asynchronous uploads from and downloads into pageable memory not yet over (and blocks being "

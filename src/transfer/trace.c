@@ -98,6 +98,16 @@ static int mine(char what)
     return 1;
 }
 
+int pygpu_trace_mine(void)
+{
+    if (!pygpu_trace_on)
+        return 0;
+    pthread_mutex_lock(&trace_mu);
+    int r = owned && pthread_equal(owner, pthread_self());
+    pthread_mutex_unlock(&trace_mu);
+    return r;
+}
+
 /* (trace_mu held) */
 static void note(char what, int chunk, size_t bytes)
 {

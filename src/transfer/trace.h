@@ -51,6 +51,9 @@ extern int pygpu_trace_on;      /* read from the environment at init */
 
 void pygpu_trace_note(char what, int chunk, size_t bytes);
 void pygpu_trace_part(int k, int n, int end);
+/* 1 if tracing is on and the calling thread's transfer is the one traced:
+ * its host copies' parts go into the trace, other transfers' do not. */
+int pygpu_trace_mine(void);
 void pygpu_trace_dma(int k, pygpu_stream_t stream);
 void pygpu_trace_name(const char *name);
 
