@@ -198,6 +198,7 @@ class _TransferConfig(TypedDict):
     peer: bool
     crowd_up: int
     crowd_down: int
+    crowd_threads: int
 
 @type_check_only
 class _PinnedPoolStats(TypedDict):
@@ -421,6 +422,7 @@ def transfer_config(
     peer: bool | None = None,
     crowd_up: SupportsIndex | None = None,
     crowd_down: SupportsIndex | None = None,
+    crowd_threads: SupportsIndex | None = None,
 ) -> _TransferConfig: ...
 def pinned_pool_stats() -> _PinnedPoolStats: ...
 def is_pinned(ary: _HostBufferLike, /) -> bool: ...
