@@ -78,8 +78,8 @@ static atomic_int waits_fail, writes_fail;
 
 /* The chunks of n elements, all of one size: BG_UP_CHUNK bytes (uploads)
  * or BG_DOWN_CHUNK (downloads), or a quarter of a smaller transfer, or a
- * BG_CHUNKS-th (BG_DOWN_CHUNKS-th) of a bigger one; a ring download's:
- * BG_RING_CHUNK bytes, or an eighth of a smaller one, or a
+ * BG_CHUNKS-th (BG_DOWN_CHUNKS-th) of a bigger one; a ring's (either
+ * way): BG_RING_CHUNK bytes, or an eighth of a smaller one, or a
  * BG_RING_CHUNKS-th of a bigger one.  The stream has an
  * upload's data after the first chunk's copy and every chunk's DMA in
  * turn (each gate lets its DMA through some microseconds after the
@@ -106,8 +106,8 @@ static void cut(task *t, ptrdiff_t n)
     t->start[t->nchunks] = n;
 }
 
-/* Where chunk k is in the task's block: its place in the whole, or a ring
- * download's slot. */
+/* Where chunk k is in the task's block: its place in the whole, or its
+ * slot in a ring. */
 char *pygpu_bg_slot(const task *t, int k)
 {
     ptrdiff_t at = t->ring ? (k % t->ring) * (t->start[1] - t->start[0]) : t->start[k];
@@ -189,7 +189,7 @@ static void copy_task(task *t)
 {
     int n = t->nchunks, threads = pygpu_bg_task_threads(t), k;
     pygpu_workers_heat(threads - 1);            /* (they spin between its chunks, as for a staged transfer) */
-    for (k = 0; k < n && (k < t->ring || !t->ring || slot_free(t, k)); k++) {
+    for (k = 0; k < n && (!t->ring || k < t->ring || slot_free(t, k)); k++) {
         copy_chunk(t, k, threads);
         tell(t, k + 1);
     }

@@ -72,9 +72,10 @@ static void land_task(task *t, int wait)
     pthread_mutex_unlock(&pygpu_bg_mu);
 }
 
-/* The lander: a thread of its own, apart from the mover (it waits for the
- * device, and an upload's gates must never wait behind that), takes the
- * downloads in the order they were queued, and copies out each chunk as
+/* The lander: a thread of its own, apart from the mover (it waits for
+ * every download's DMAs, and an upload's gates must not wait behind those;
+ * the mover waits only for a ring upload's own), takes the downloads in
+ * the order they were queued, and copies out each chunk as
  * soon as its DMA is over.  A download whose host function runs before
  * the lander has taken it is copied out by that host function instead
  * (all its DMAs are over by then), so that a host function never waits

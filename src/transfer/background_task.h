@@ -41,7 +41,8 @@ struct task {
     ptrdiff_t start[BG_CHUNKS + 1];     /* chunk k: elements [start[k], start[k + 1]) */
     int copied;                 /* an upload's chunks in the block (pygpu_bg_mu) */
     int upload;
-    uint32_t *counter;          /* an upload's chunks copied, for the device's wait; or NULL */
+    uint32_t *counter;          /* an upload's chunks copied (a ring download's copied out), for the
+                                 * device's wait; or NULL */
     uint32_t *sent;             /* a ring upload's DMAs over, written by the device */
     atomic_int abandon;         /* a ring upload's queuing failed: the mover stops at the next slot */
     pygpu_event_t done;         /* an upload's, after its last DMA; or NULL (then a host function ends it) */
@@ -52,7 +53,9 @@ struct task {
      * lander copies out those; queuing over once `queue_over`), the
      * device, and whether the lander is done.  A ring download's block
      * holds `ring` chunks in turn: chunk k's DMA waits for the lander's
-     * count (`counter`, chunks copied out) to reach k + 1 - ring. */
+     * count (`counter`, chunks copied out) to reach k + 1 - ring; a ring
+     * upload's, for the device's count (`sent`) to pass k + 1 - ring
+     * before the mover copies chunk k. */
     pygpu_event_t ev[BG_RING_CHUNKS];
     atomic_int queued, queue_over;
     int device, landed, ring;
