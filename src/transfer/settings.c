@@ -63,10 +63,10 @@ static void config_defaults(void)
     config.crowd_down = (size_t)8 << 20;
     /* Uploads while another transfer is at work on the device: a core in
      * three.  On 16-core H100 hosts, 5 threads took a 1 MiB upload beside
-     * a 1 GiB one from 4-5x its time alone to 2.1x, and 2, 4 and 8
-     * threads' uploads at once moved 0.87 of the link where 12 moved 0.80
-     * (docs/performance.md: crowded uploads).  Downloads keep theirs: with
-     * 4 threads they lost. */
+     * a 1 GiB one from 4-5x its time alone to 2.1x, and with 4 or 6, 2, 4
+     * and 8 threads' uploads at once moved 0.84-0.88 of the link where 12
+     * moved 0.79-0.81 (docs/performance.md: crowded uploads).  Downloads
+     * keep theirs: with 4 threads they lost. */
     config.crowd_threads = cpus > 5 ? (int)(cpus / 3) : 0;
     config_ready = 1;
 }
