@@ -114,7 +114,7 @@ static int engine_take(pygpu_staging_ctx *c, pygpu_transfer_config *cfg, const p
  * transfer is at work on its device (settings.c: crowd_threads). */
 static int up_threads(const pygpu_staging_ctx *c, const pygpu_transfer_config *cfg)
 {
-    return pygpu_upload_threads(cfg, cfg->threads, pygpu_lane_crowded(c->lane));
+    return pygpu_upload_threads(cfg, pygpu_lane_crowded(c->lane));
 }
 
 /* Give the lane back at the end of a transfer. */

@@ -79,9 +79,9 @@ void pygpu_transfer_config_get(pygpu_transfer_config *c)
     pthread_mutex_unlock(&config_mu);
 }
 
-int pygpu_upload_threads(const pygpu_transfer_config *c, int threads, int crowded)
+int pygpu_upload_threads(const pygpu_transfer_config *c, int crowded)
 {
-    return crowded && c->crowd_threads > 0 && c->crowd_threads < threads ? c->crowd_threads : threads;
+    return crowded && c->crowd_threads > 0 && c->crowd_threads < c->threads ? c->crowd_threads : c->threads;
 }
 
 int pygpu_transfer_threads(const pygpu_transfer_config *c, size_t bytes, int alone)

@@ -37,9 +37,9 @@ typedef struct {
 } pygpu_transfer_config;
 
 void pygpu_transfer_config_get(pygpu_transfer_config *c);
-/* The threads for an upload's next chunk, `threads` its own: fewer while
- * its lane is `crowded` (crowd_threads). */
-int pygpu_upload_threads(const pygpu_transfer_config *c, int threads, int crowded);
+/* The threads for an upload's next chunk (c->threads, the transfer's own):
+ * fewer while its lane is `crowded` (crowd_threads). */
+int pygpu_upload_threads(const pygpu_transfer_config *c, int crowded);
 /* Set them, clamped to their ranges (the caller releases the staging
  * buffers of the old size: pygpu_staging_release). */
 void pygpu_transfer_config_set(const pygpu_transfer_config *c);
