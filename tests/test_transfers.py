@@ -116,7 +116,7 @@ def test_transfer_config_threads_alone():
     import os
     saved = pygpu.transfer_config()
     cpus = os.cpu_count() or 1
-    assert 1 <= saved["threads_alone"] <= max(16, saved["threads"])
+    assert 0 <= saved["threads_alone"] <= max(16, saved["threads"])      # (0 under PYGPU_TEST_STAGING)
     if saved["threads"] == min(16, cpus - cpus // 4):               # (the defaults)
         assert saved["threads_alone"] == min(16, cpus - cpus // 8) >= saved["threads"]
     try:

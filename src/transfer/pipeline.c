@@ -346,12 +346,24 @@ static pygpu_range_job up_job(const pygpu_host_layout *h, char *to, ptrdiff_t e,
                        pygpu_up_stream(cnt * h->itemsize), 0};
 }
 
+/* Open window k's host copy to the workers (job[k & 1] holds it). */
+static pygpu_job start_window(const pygpu_staging_ctx *c, const pygpu_transfer_config *cfg,
+                              const pygpu_host_layout *h, const part_window *win, int k, pygpu_range_job *job)
+{
+    PYGPU_TRACE('w', k, 0);
+    job[k & 1] = up_job(h, win[k].at, win[k].e, win[k].cnt);
+    return pygpu_range_start(&job[k & 1], up_threads(c, cfg));
+}
+
 /* Host to device when the whole transfer fits in the staging buffers: the
  * chunks are copied end to end into them, so that the DMA of several can go
  * as one call (each call costs the link a few microseconds), and the workers
  * copy faster than the link: the chunks copied while two calls are still in
  * flight wait, and go with the next ones (docs/performance.md: merged
- * uploads, and where a 16 MiB upload's time goes).  *done = 0 when the
+ * uploads, and where a 16 MiB upload's time goes).  Window k + 1's copy is
+ * open to the workers before window k's is joined, so that they go on to it
+ * without a pause, and the caller queues window k's DMA while they copy it
+ * (docs/performance.md: the next window's copy open).  *done = 0 when the
  * transfer is not for this path. */
 static pygpu_status h2d_whole(pygpu_staging_ctx *c, char *dev, pygpu_host_layout h,
                               const pygpu_transfer_config *cfg, int *done)
@@ -359,32 +371,29 @@ static pygpu_status h2d_whole(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
     ptrdiff_t n = layout_size(&h);
     part_window win[WHOLE_CHUNKS];
     pygpu_range_job job[2];
-    int nwin = whole_windows(c->lane, n, h.itemsize, cfg, 1, win), from = 0, calls = 0, k;
+    pygpu_job p[2] = {{0}, {0}};
+    int nwin = whole_windows(c->lane, n, h.itemsize, cfg, 1, win), from = 0, calls = 0, started = 0, halt, k;
     pygpu_status r;
     if (!(*done = nwin > 0))
         return 0;
     r = buffers_free(c);
     PYGPU_TRACE('b', 0, (size_t)(n * h.itemsize));
     PYGPU_TRACE_DMA_START(c->stream);
-    for (k = 0; r == 0 && k <= nwin; k++) {
-        pygpu_job p = {0};
-        if (k < nwin) {
-            if (stop_now(c))
-                break;
-            PYGPU_TRACE('w', k, 0);
-            job[k & 1] = up_job(&h, win[k].at, win[k].e, win[k].cnt);
-            p = pygpu_range_start(&job[k & 1], up_threads(c, cfg));
-        }
-        /* Windows [from, k) are in the buffers: they go now if the link
+    if (!(halt = r != 0 || stop_now(c)))
+        p[started++] = start_window(c, cfg, &h, win, 0, job);
+    /* (every window started is joined, whatever happens) */
+    for (k = 0; k < started; k++) {
+        if (k + 1 < nwin && r == 0 && !(halt = halt || stop_now(c)))
+            p[started++ & 1] = start_window(c, cfg, &h, win, k + 1, job);
+        pygpu_job_join(&p[k & 1]);
+        PYGPU_TRACE('c', k, (size_t)(win[k].cnt * h.itemsize));
+        /* Windows [from, k] are in the buffers: they go now if the link
          * would otherwise run dry. */
-        if (from < k && (k == nwin || calls < 2 || pygpu_rt_event_query(c->lane->whole[calls - 2]) == 0)) {
-            if ((r = queue_up(c, cfg, dev, win, from, k, h.itemsize, &calls)) == 0)
-                r = tell_queued(c, win[k - 1].e + win[k - 1].cnt, h.itemsize);
-            from = k;
+        if (r == 0 && !halt && (k + 1 == nwin || calls < 2 || pygpu_rt_event_query(c->lane->whole[calls - 2]) == 0)) {
+            if ((r = queue_up(c, cfg, dev, win, from, k + 1, h.itemsize, &calls)) == 0)
+                r = tell_queued(c, win[k].e + win[k].cnt, h.itemsize);
+            from = k + 1;
         }
-        pygpu_job_join(&p);
-        if (k < nwin)
-            PYGPU_TRACE('c', k, (size_t)(win[k].cnt * h.itemsize));
     }
     PYGPU_TRACE('e', 0, 0);
     PYGPU_TRACE_NAME("h2d (whole)");

@@ -12,8 +12,8 @@ process measures them all, and a table is printed for each.
 A SETTING is transfer_config keywords, comma-separated: chunk=4M,depth=4 or
 threads=4 ('' or 'default': as built), or PYTHONPATH=DIR: another build as
 built (a worktree of another commit, built in place), to compare builds the
-same way.  Default settings: as built, chunk
-2M/4M/8M, threads 4/8.  Each cell: median GB/s (ratio to raw pinned
+same way, or other environment assignments (PYGPU_X=1 Y=2, space-separated).
+Default settings: as built, chunk 2M/4M/8M, threads 4/8.  Each cell: median GB/s (ratio to raw pinned
 cudaMemcpy of the same process) [lowest-highest].
 """
 import argparse
@@ -50,7 +50,7 @@ def setting_arg(text):
     """'chunk=4M,depth=4' with sizes spelled out in bytes for the child."""
     if text == "default":
         return ""
-    if text == "" or text.startswith("PYTHONPATH="):
+    if text == "" or text.split("=")[0].isupper():       # PYTHONPATH=DIR, PYGPU_X=1 Y=2: the environment
         return text
     return ",".join(f"{k}={size_arg(v)}" for k, v in (kv.split("=") for kv in text.split(",")))
 
@@ -70,9 +70,12 @@ def main(argv=None):
     root = os.path.dirname(os.path.dirname(here))
     for _ in range(args.reps):
         for s in settings:
-            build = s[len("PYTHONPATH="):] if s.startswith("PYTHONPATH=") else root
+            assign = dict(kv.split("=", 1) for kv in s.split()) if s.split("=")[0].isupper() else {}
+            build = assign.pop("PYTHONPATH", root)
             env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [build, os.environ.get("PYTHONPATH")])))
-            p = subprocess.run([sys.executable, "-c", CHILD, "" if build != root else s, ",".join(map(str, counts)),
+            env.update(assign)
+            p = subprocess.run([sys.executable, "-c", CHILD, "" if build != root or assign else s,
+                                ",".join(map(str, counts)),
                                 str(size_arg(args.size)), os.path.join(root, "pygpu", "bench_scale.py")],
                                env=env, capture_output=True, text=True, cwd=here)
             if p.returncode != 0:
