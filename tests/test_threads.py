@@ -543,3 +543,22 @@ def test_threads_sweep_tool_refuses_a_build_it_did_not_measure(tmp_path):
     assert p.returncode != 0
     # (where an installed pygpu serves the import, the guard speaks; where none does, the child fails to import)
     assert f"not the one in {tmp_path}" in p.stderr or f"PYTHONPATH={tmp_path}: failed" in p.stderr, p.stderr
+
+
+def test_threads_sweep_tool_takes_environment_settings():
+    """A setting of environment assignments (PYGPU_X=1 Y=2) reaches the
+    child's environment: a backend that does not exist fails the child,
+    and the tool names the setting; another runs and gets its row."""
+    import pathlib
+    import subprocess
+    import sys
+    tool = pathlib.Path(__file__).resolve().parent.parent / "tools" / "research" / "threads-sweep.py"
+    run = [sys.executable, str(tool), "--threads", "1", "--reps", "1", "--size", "1M"]
+    env = dict(os.environ, PYGPU_BACKEND="host")
+    p = subprocess.run(run + ["PYGPU_BACKEND=nosuch"], capture_output=True, text=True, timeout=300, env=env)
+    assert p.returncode != 0
+    assert "PYGPU_BACKEND=nosuch: failed" in p.stderr and "'nosuch' is not a backend" in p.stderr, p.stderr
+    p = subprocess.run(run + ["PYGPU_HOST_WAIT_VALUE=0 PYGPU_BACKEND=host"], capture_output=True, text=True,
+                       timeout=300, env=env)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[2].startswith("PYGPU_HOST_WAIT_VALUE=0 PYGPU_BACKEND=host "), p.stdout
