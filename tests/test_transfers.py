@@ -448,6 +448,45 @@ def vm_flags(addr, nbytes):
     return flags
 
 
+@pytest.mark.parametrize("cache", [None, "1M"])
+def test_downloads_past_the_cache_are_copied_out_with_streaming_stores(run_python, cache):
+    """A blocking download bigger than the host's last-level cache
+    (PYGPU_CACHE_BYTES where set, else the CPU's) is copied out of the
+    staging buffers with non-temporal stores, whether through whole
+    buffers or the ring, and a smaller one with plain stores: the trace
+    names them by size.  Either way every destination layout and dtype gets
+    NumPy's answer."""
+    import re
+    code = """
+import numpy as np, pygpu
+pygpu.transfer_config(min_bytes=0, chunk=256 << 10, depth=4)
+rng = np.random.default_rng(5)
+for n in (512 << 10, 3 << 20):          # (in the staging buffers; through the ring)
+    for dtype in (np.float64, np.int16, np.uint8):
+        a = rng.integers(0, 100, n // np.dtype(dtype).itemsize).astype(dtype).reshape(16, -1)
+        g = pygpu.to_gpu(a)
+        big = np.zeros((32, 2 * a.shape[1]), dtype)
+        for dest in (np.zeros_like(a), np.zeros_like(a, order="F"), big[::2, ::2], big[::-2, 1::2]):
+            dest[...] = 0
+            g.get(ary=dest)
+            np.testing.assert_array_equal(dest, a)
+        np.testing.assert_array_equal(g[:, ::2].get(), a[:, ::2])
+"""
+    env = {"PYGPU_STAGING_TRACE": "1"}
+    if cache:
+        env["PYGPU_CACHE_BYTES"] = cache
+    p = run_python(code, env=env)
+    downs = re.findall(r"pygpu staging (d2h[^:]*): copy entered [^;]*; b0@[\d.]+\[(\d+)K\]", p.stderr)
+    assert len(downs) >= 24, p.stderr[-2000:]
+    small = {name for name, k in downs if int(k) <= 1024}
+    big = {name for name, k in downs if int(k) > 1024}
+    assert small == {"d2h (whole)"}, downs
+    if cache:       # (1 MiB said: the 3 MiB downloads, and the 1.5 MiB gathered views, past it)
+        assert big == {"d2h (streaming stores)"}, downs
+    else:           # (no CPU's last-level cache is under 3 MiB)
+        assert big == {"d2h"}, downs
+
+
 def test_fresh_destinations_are_given_huge_pages():
     """A download into a fresh mapping that NumPy did not make (so no
     advice of its own) asks for huge pages over its 2 MiB-aligned interior

@@ -426,7 +426,7 @@ task *pygpu_bg_task_new(int upload, char *host, const ptrdiff_t *strides, int nd
     memcpy(t->shape, shape, (size_t)nd * sizeof *shape);
     memcpy(t->strides, strides, (size_t)nd * sizeof *strides);
     size_t total = (size_t)(n * itemsize);
-    t->land_stream = !upload && total > pygpu_cache_bytes();
+    t->land_stream = !upload && pygpu_down_stream(total);
     int ring = upload ? total > (size_t)(BG_RING_SLOTS * BG_RING_CHUNK) && !atomic_load(&writes_fail)
                       : t->land_stream;
     if (upload || ring)

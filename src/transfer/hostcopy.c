@@ -68,6 +68,11 @@ size_t pygpu_cache_bytes(void)
     return b;
 }
 
+int pygpu_down_stream(size_t total)
+{
+    return total > pygpu_cache_bytes();
+}
+
 #if defined(__x86_64__)
 #include <emmintrin.h>
 static void stream_copy(char *dst, const char *src, size_t n)

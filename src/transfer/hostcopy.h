@@ -22,7 +22,8 @@ typedef struct {
 
 /* Elements [start, start + count), in C order over `shape`, from src to
  * dst; `stream`: written with non-temporal stores (a staging buffer on its
- * way up: pygpu_up_stream). */
+ * way up: pygpu_up_stream; a download's destination past the cache:
+ * pygpu_down_stream). */
 typedef struct {
     pygpu_range_side dst, src;
     const ptrdiff_t *shape;
@@ -39,6 +40,13 @@ int pygpu_up_stream(ptrdiff_t bytes);
 /* The host's last-level cache in bytes: PYGPU_CACHE_BYTES (K/M/G) where
  * set, else what the system reports, else 32 MiB. */
 size_t pygpu_cache_bytes(void);
+
+/* Whether a download of `total` bytes is copied out of the staging
+ * buffers with non-temporal stores: past the last-level cache, where the
+ * destination's lines are not cached anyway and plain stores would first
+ * read each of them from memory (docs/performance.md: streaming stores
+ * going down). */
+int pygpu_down_stream(size_t total);
 
 /* How many parts a range copy of `bytes` is cut into for `threads`. */
 int pygpu_range_parts(ptrdiff_t bytes, int threads);

@@ -515,14 +515,14 @@ static pygpu_status d2h_whole(pygpu_staging_ctx *c, pygpu_host_layout h, const c
             break;
         PYGPU_TRACE('w', k, 0);
         pygpu_range_job j = {{h.ptr, h.strides, 0}, {win[k].at, NULL, 0}, h.shape, h.nd, h.itemsize, win[k].e, win[k].cnt,
-                       0, 0};
+                       pygpu_down_stream(total), 0};
         pygpu_job p = pygpu_range_start(&j, cfg->threads);
         r = queue_windows(c, win, nwin, k + 4, &queued, dev, h.itemsize);
         pygpu_job_join(&p);
         PYGPU_TRACE('c', k, (size_t)(win[k].cnt * h.itemsize));
     }
     PYGPU_TRACE('e', 0, 0);
-    PYGPU_TRACE_NAME("d2h (whole)");
+    PYGPU_TRACE_NAME(pygpu_down_stream(total) ? "d2h (whole, streaming stores)" : "d2h (whole)");
     if (queued > 0) {       /* nothing left in flight into the buffers */
         pygpu_status w = pygpu_rt_event_synchronize(c->lane->whole[queued - 1]);
         if (w != 0 && r == 0) {
@@ -584,13 +584,13 @@ pygpu_status pygpu_staged_d2h(pygpu_staging_ctx *c, pygpu_host_layout h, const c
             break;
         PYGPU_TRACE('w', retired, 0);
         pygpu_range_job j = {{h.ptr, h.strides, 0}, {c->lane->buf[b], NULL, 0}, h.shape, h.nd, h.itemsize, win[b].e,
-                       win[b].cnt, 0, 0};
+                       win[b].cnt, pygpu_down_stream(total), 0};
         pygpu_parallel_range(&j, cfg.threads);
         PYGPU_TRACE('c', retired, (size_t)(win[b].cnt * h.itemsize));
         retired++;
     }
     PYGPU_TRACE('e', 0, 0);
-    PYGPU_TRACE_NAME("d2h");
+    PYGPU_TRACE_NAME(pygpu_down_stream(total) ? "d2h (streaming stores)" : "d2h");
     for (int b = 0; b < c->lane->depth; b++) {   /* nothing left in flight into the buffers */
         pygpu_status f = buffer_free(c, b);
         if (f != 0 && r == 0)
@@ -665,14 +665,14 @@ pygpu_status pygpu_staged_d2h_view(pygpu_staging_ctx *c, pygpu_host_layout h, co
             break;
         PYGPU_TRACE('w', retired, 0);
         pygpu_range_job j = {{h.ptr, h.strides, 0}, {c->lane->buf[b], dev_strides, win[b].off}, h.shape, h.nd,
-                             h.itemsize, win[b].e, win[b].cnt, 0, 0};
+                             h.itemsize, win[b].e, win[b].cnt, pygpu_down_stream((size_t)(n * h.itemsize)), 0};
         pygpu_parallel_range(&j, cfg.threads);
         PYGPU_TRACE('c', retired, (size_t)(win[b].cnt * h.itemsize));
         done += win[b].cnt;
         retired++;
     }
     PYGPU_TRACE('e', 0, 0);
-    PYGPU_TRACE_NAME("d2h (view)");
+    PYGPU_TRACE_NAME(pygpu_down_stream((size_t)(n * h.itemsize)) ? "d2h (view, streaming stores)" : "d2h (view)");
     for (int b = 0; b < c->lane->depth; b++) {
         pygpu_status f = buffer_free(c, b);
         if (f != 0 && r == 0)
