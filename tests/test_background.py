@@ -810,15 +810,18 @@ print("after: whole")
 
 
 SMALL, BIG = 3 * MiB + 8000, 64 * MiB + 8000     # (BIG: an upload past a ring's 4 chunks of 16 MiB)
+# (MID: whole blocks in quarters, which no staging window of it matches: a
+# window of a 3 MiB transfer is a quarter of it too)
+MID = 5 * MiB + 8000
 
 
 @pytest.mark.skipif(pygpu.backend != "host", reason="PYGPU_HOST_FAIL_COPY is the host backend's")
 @pytest.mark.parametrize("case, up, n, depth, chunk, nth, env", [
     ("ring download, a gated chunk", False, SMALL, 2, SMALL // 8, 6, {"PYGPU_CACHE_BYTES": "2M"}),
     ("ring download, the first chunk", False, SMALL, 2, SMALL // 8, 1, {"PYGPU_CACHE_BYTES": "2M"}),
-    ("whole-block download", False, SMALL, 4, SMALL // 4, 3, {}),
-    ("upload gated by the wait", True, SMALL, 4, SMALL // 4, 3, {}),
-    ("upload gated by host functions", True, SMALL, 4, SMALL // 4, 3, {"PYGPU_HOST_WAIT_VALUE": "0"}),
+    ("whole-block download", False, MID, 4, MID // 4, 3, {"PYGPU_CACHE_BYTES": "64M"}),
+    ("upload gated by the wait", True, MID, 4, MID // 4, 3, {}),
+    ("upload gated by host functions", True, MID, 4, MID // 4, 3, {"PYGPU_HOST_WAIT_VALUE": "0"}),
     ("ring upload, a chunk after the ring came round", True, BIG, 2, BIG // 8, 6, {}),
     ("ring upload, the first chunk", True, BIG, 2, BIG // 8, 1, {}),
 ])

@@ -63,11 +63,19 @@ static ptrdiff_t layout_size(const pygpu_host_layout *h)
     return n;
 }
 
+#define MID_WINDOW ((size_t)1 << 20)
+
 /* Bytes per chunk for a transfer of `total` bytes: small transfers use
- * smaller chunks so that several overlap (at least 2 * depth of them). */
+ * smaller chunks so that several overlap (2 * depth of them), though none
+ * smaller than a quarter of the transfer, up to MID_WINDOW: each DMA call
+ * costs the link a few microseconds, which at 2-3 MiB outweighs the
+ * overlap of eight windows (docs/performance.md: mid-size windows). */
 static size_t chunk_bytes(const pygpu_transfer_config *cfg, size_t total)
 {
     size_t want = total / (size_t)(2 * cfg->depth), floor = (size_t)256 << 10;
+    size_t quarter = total / 4 < MID_WINDOW ? total / 4 : MID_WINDOW;
+    if (want < quarter)
+        want = quarter;
     if (want < floor)
         want = floor;
     return want < cfg->chunk ? want : cfg->chunk;
