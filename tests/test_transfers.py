@@ -490,6 +490,30 @@ for n in (512 << 10, 3 << 20):          # (in the staging buffers; through the r
         assert not any("streaming" in name for name in big), downs
 
 
+def test_uploads_alone_that_fill_the_buffers_go_through_the_ring(run_python):
+    """An upload that finds no other transfer at work and fills the staging
+    buffers (depth x chunk) goes through them as a ring, named in the trace
+    ("alone, plain stores"); a smaller one through them whole.  Every host
+    layout and dtype arrives as NumPy has it."""
+    import re
+    code = """
+import numpy as np, pygpu
+pygpu.transfer_config(min_bytes=0, chunk=256 << 10, depth=4)      # (buffers of 1 MiB)
+rng = np.random.default_rng(7)
+for n in (512 << 10, 1 << 20, (3 << 20) + 4096):
+    for dtype in (np.float64, np.int16, np.uint8):
+        big = rng.integers(0, 100, 4 * n // np.dtype(dtype).itemsize).astype(dtype).reshape(32, -1)
+        for a in (big[:16], big[::2], big[::-2, ::2], np.asfortranarray(big[:16])):
+            g = pygpu.to_gpu(a)
+            np.testing.assert_array_equal(g.get(), a)
+"""
+    p = run_python(code, env={"PYGPU_STAGING_TRACE": "1"})
+    ups = re.findall(r"pygpu staging (h2d[^:]*): copy entered [^;]*; b0@[\d.]+\[(\d+)K\]", p.stderr)
+    assert len(ups) >= 24, p.stderr[-2000:]
+    assert {name for name, k in ups if int(k) < 1024} == {"h2d (whole)"}, ups
+    assert {name for name, k in ups if int(k) >= 1024} == {"h2d (alone, plain stores)"}, ups
+
+
 def test_fresh_destinations_are_given_huge_pages():
     """A download into a fresh mapping that NumPy did not make (so no
     advice of its own) asks for huge pages over its 2 MiB-aligned interior
@@ -678,7 +702,7 @@ TRACE_SCRIPT = r"""
 import numpy as np, pygpu
 pygpu.transfer_config(min_bytes=0, chunk=256 << 10, depth=3, threads=2)
 a = np.arange(1 << 18, dtype=np.float64)            # 2 MiB
-g = pygpu.to_gpu(a)                                  # h2d
+g = pygpu.to_gpu(a)                                  # h2d (alone, plain stores): the ring
 out = np.empty_like(a)
 g.get(ary=out)                                       # d2h (whole)
 assert (out == a).all()
@@ -702,7 +726,7 @@ def test_staging_trace_names_every_pipeline():
     p = subprocess.run([sys.executable, "-c", TRACE_SCRIPT], env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     lines = [line for line in p.stderr.splitlines() if line.startswith("pygpu staging")]
-    for name in ("h2d:", "h2d (whole):", "d2h (whole):", "d2h (view):", "h2d (rows):"):
+    for name in ("h2d (alone, plain stores):", "h2d (whole):", "d2h (whole):", "d2h (view):", "h2d (rows):"):
         hits = [line for line in lines if line.startswith("pygpu staging " + name)]
         assert hits, (name, p.stderr)
         assert " b0@" in hits[0] and " e0@" in hits[0] and "(us)" in hits[0], hits[0]

@@ -347,11 +347,20 @@ static pygpu_host_layout collapsed(pygpu_host_layout h, ptrdiff_t *shape, ptrdif
     return h;
 }
 
-/* The host copy of elements [e, e + cnt) of h into the staging memory at `to`. */
-static pygpu_range_job up_job(const pygpu_host_layout *h, char *to, ptrdiff_t e, ptrdiff_t cnt)
+/* An upload alone that fills the staging buffers goes through them as a
+ * ring, its chunks of more than PLAIN_MIN written with plain stores: the
+ * DMA then reads them out of the cache, which a chunk just written by many
+ * cores holds dirty only in part, and leaves the memory to the host copy
+ * (docs/performance.md: big uploads alone through the ring). */
+#define PLAIN_MIN ((ptrdiff_t)2 << 20)
+
+/* The host copy of elements [e, e + cnt) of h into the staging memory at
+ * `to` (`plain`: an upload alone through the ring, above). */
+static pygpu_range_job up_job(const pygpu_host_layout *h, char *to, ptrdiff_t e, ptrdiff_t cnt, int plain)
 {
+    ptrdiff_t bytes = cnt * h->itemsize;
     return (pygpu_range_job){{to, NULL, 0}, {h->ptr, h->strides, 0}, h->shape, h->nd, h->itemsize, e, cnt,
-                       pygpu_up_stream(cnt * h->itemsize), 0};
+                       !(plain && bytes > PLAIN_MIN) && pygpu_up_stream(bytes), 0};
 }
 
 /* Open window k's host copy to the workers (job[k & 1] holds it). */
@@ -359,7 +368,7 @@ static pygpu_job start_window(const pygpu_staging_ctx *c, const pygpu_transfer_c
                               const pygpu_host_layout *h, const part_window *win, int k, pygpu_range_job *job)
 {
     PYGPU_TRACE('w', k, 0);
-    job[k & 1] = up_job(h, win[k].at, win[k].e, win[k].cnt);
+    job[k & 1] = up_job(h, win[k].at, win[k].e, win[k].cnt, 0);
     return pygpu_range_start(&job[k & 1], up_threads(c, cfg));
 }
 
@@ -430,18 +439,20 @@ pygpu_status pygpu_staged_h2d(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
     if (!engine_take(c, &cfg, &h, 1))
         return 0;
     *staged = 1;
-    int whole = 0;
-    r = h2d_whole(c, dev, h, &cfg, &whole);
+    ptrdiff_t n = layout_size(&h);
+    int whole = 0, plain = pygpu_lanes_alone() && (size_t)(n * h.itemsize) >= (size_t)cfg.depth * cfg.chunk;
+    if (!plain)
+        r = h2d_whole(c, dev, h, &cfg, &whole);
     if (whole) {
         engine_give(c);
         return r;
     }
-    ptrdiff_t n = layout_size(&h), per = (ptrdiff_t)chunk_bytes(&cfg, (size_t)(n * h.itemsize)) / h.itemsize;
+    ptrdiff_t per = (ptrdiff_t)chunk_bytes(&cfg, (size_t)(n * h.itemsize)) / h.itemsize;
     schedule sch = upload_schedule(c->lane, &cfg, n, per, h.itemsize);
     PYGPU_TRACE('b', 0, (size_t)(n * h.itemsize));
     if (schedule_next(&sch, &e, &cnt) && (r = buffer_free(c, 0)) == 0 && !stop_now(c)) {
         PYGPU_TRACE('w', 0, 0);
-        job[0] = up_job(&h, c->lane->buf[0], e, cnt);
+        job[0] = up_job(&h, c->lane->buf[0], e, cnt, plain);
         pygpu_parallel_range(&job[0], up_threads(c, &cfg));
         PYGPU_TRACE('c', 0, (size_t)(cnt * h.itemsize));
         k = 1;
@@ -457,7 +468,7 @@ pygpu_status pygpu_staged_h2d(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
             if ((r = buffer_free(c, b)) != 0 || stop_now(c))
                 break;
             PYGPU_TRACE('w', k, 0);
-            job[k & 1] = up_job(&h, c->lane->buf[b], e, cnt);
+            job[k & 1] = up_job(&h, c->lane->buf[b], e, cnt, plain);
             p = pygpu_range_start(&job[k & 1], up_threads(c, &cfg));
         }
         r = queue_copy(c, prev, dev + done->start * h.itemsize, c->lane->buf[prev], (size_t)(done->count * h.itemsize),
@@ -472,7 +483,7 @@ pygpu_status pygpu_staged_h2d(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
         k++;
     }
     PYGPU_TRACE('e', 0, 0);
-    PYGPU_TRACE_NAME("h2d");
+    PYGPU_TRACE_NAME(plain ? "h2d (alone, plain stores)" : "h2d");
     engine_give(c);
     return r;
 }
