@@ -505,6 +505,7 @@ static pygpu_status d2h_whole(pygpu_staging_ctx *c, pygpu_host_layout h, const c
 {
     ptrdiff_t n = layout_size(&h);
     size_t total = (size_t)(n * h.itemsize);
+    int out_stream = pygpu_down_stream(total);
     pygpu_status r;
     part_window win[WHOLE_CHUNKS];
     int nwin = whole_windows(c->lane, n, h.itemsize, cfg, 0, win), queued = 0, k;
@@ -534,14 +535,14 @@ static pygpu_status d2h_whole(pygpu_staging_ctx *c, pygpu_host_layout h, const c
             break;
         PYGPU_TRACE('w', k, 0);
         pygpu_range_job j = {{h.ptr, h.strides, 0}, {win[k].at, NULL, 0}, h.shape, h.nd, h.itemsize, win[k].e, win[k].cnt,
-                       pygpu_down_stream(total), 0};
+                       out_stream, 0};
         pygpu_job p = pygpu_range_start(&j, cfg->threads);
         r = queue_windows(c, win, nwin, k + 4, &queued, dev, h.itemsize);
         pygpu_job_join(&p);
         PYGPU_TRACE('c', k, (size_t)(win[k].cnt * h.itemsize));
     }
     PYGPU_TRACE('e', 0, 0);
-    PYGPU_TRACE_NAME(pygpu_down_stream(total) ? "d2h (whole, streaming stores)" : "d2h (whole)");
+    PYGPU_TRACE_NAME(out_stream ? "d2h (whole, streaming stores)" : "d2h (whole)");
     if (queued > 0) {       /* nothing left in flight into the buffers */
         pygpu_status w = pygpu_rt_event_synchronize(c->lane->whole[queued - 1]);
         if (w != 0 && r == 0) {
@@ -571,7 +572,7 @@ pygpu_status pygpu_staged_d2h(pygpu_staging_ctx *c, pygpu_host_layout h, const c
     size_t total = (size_t)(layout_size(&h) * h.itemsize);
     int fresh = total >= PYGPU_FRESH_MIN && h.nd == 1 && h.strides[0] == h.itemsize &&
                 pygpu_looks_fresh(h.ptr, total);
-    int whole = 0;
+    int whole = 0, out_stream = pygpu_down_stream(total);
     r = d2h_whole(c, h, dev, &cfg, fresh, &whole);
     if (whole) {
         engine_give(c);
@@ -603,13 +604,13 @@ pygpu_status pygpu_staged_d2h(pygpu_staging_ctx *c, pygpu_host_layout h, const c
             break;
         PYGPU_TRACE('w', retired, 0);
         pygpu_range_job j = {{h.ptr, h.strides, 0}, {c->lane->buf[b], NULL, 0}, h.shape, h.nd, h.itemsize, win[b].e,
-                       win[b].cnt, pygpu_down_stream(total), 0};
+                       win[b].cnt, out_stream, 0};
         pygpu_parallel_range(&j, cfg.threads);
         PYGPU_TRACE('c', retired, (size_t)(win[b].cnt * h.itemsize));
         retired++;
     }
     PYGPU_TRACE('e', 0, 0);
-    PYGPU_TRACE_NAME(pygpu_down_stream(total) ? "d2h (streaming stores)" : "d2h");
+    PYGPU_TRACE_NAME(out_stream ? "d2h (streaming stores)" : "d2h");
     for (int b = 0; b < c->lane->depth; b++) {   /* nothing left in flight into the buffers */
         pygpu_status f = buffer_free(c, b);
         if (f != 0 && r == 0)
@@ -655,6 +656,7 @@ pygpu_status pygpu_staged_d2h_view(pygpu_staging_ctx *c, pygpu_host_layout h, co
         return 0;
     *staged = 1;
     ptrdiff_t n = layout_size(&h);
+    int out_stream = pygpu_down_stream((size_t)(n * h.itemsize));
     pygpu_shape_extent(h.nd, h.shape, dev_strides, h.itemsize, &lo, &hi);
     size_t limit = chunk_bytes(&cfg, (size_t)(hi - lo));
     double cover = (double)(hi - lo) / (double)n;       /* covering bytes per element */
@@ -684,14 +686,14 @@ pygpu_status pygpu_staged_d2h_view(pygpu_staging_ctx *c, pygpu_host_layout h, co
             break;
         PYGPU_TRACE('w', retired, 0);
         pygpu_range_job j = {{h.ptr, h.strides, 0}, {c->lane->buf[b], dev_strides, win[b].off}, h.shape, h.nd,
-                             h.itemsize, win[b].e, win[b].cnt, pygpu_down_stream((size_t)(n * h.itemsize)), 0};
+                             h.itemsize, win[b].e, win[b].cnt, out_stream, 0};
         pygpu_parallel_range(&j, cfg.threads);
         PYGPU_TRACE('c', retired, (size_t)(win[b].cnt * h.itemsize));
         done += win[b].cnt;
         retired++;
     }
     PYGPU_TRACE('e', 0, 0);
-    PYGPU_TRACE_NAME(pygpu_down_stream((size_t)(n * h.itemsize)) ? "d2h (view, streaming stores)" : "d2h (view)");
+    PYGPU_TRACE_NAME(out_stream ? "d2h (view, streaming stores)" : "d2h (view)");
     for (int b = 0; b < c->lane->depth; b++) {
         pygpu_status f = buffer_free(c, b);
         if (f != 0 && r == 0)

@@ -46,11 +46,16 @@ def size_arg(text):
     return int(float(text[:-1]) * units[text[-1]]) if text[-1] in units else int(text)
 
 
+def is_environment(setting):
+    """PYTHONPATH=DIR, PYGPU_X=1 Y=2: environment assignments, not transfer_config keywords."""
+    return setting.split("=")[0].isupper()
+
+
 def setting_arg(text):
     """'chunk=4M,depth=4' with sizes spelled out in bytes for the child."""
     if text == "default":
         return ""
-    if text == "" or text.split("=")[0].isupper():       # PYTHONPATH=DIR, PYGPU_X=1 Y=2: the environment
+    if text == "" or is_environment(text):
         return text
     return ",".join(f"{k}={size_arg(v)}" for k, v in (kv.split("=") for kv in text.split(",")))
 
@@ -70,7 +75,7 @@ def main(argv=None):
     root = os.path.dirname(os.path.dirname(here))
     for _ in range(args.reps):
         for s in settings:
-            assign = dict(kv.split("=", 1) for kv in s.split()) if s.split("=")[0].isupper() else {}
+            assign = dict(kv.split("=", 1) for kv in s.split()) if is_environment(s) else {}
             build = assign.pop("PYTHONPATH", root)
             env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [build, os.environ.get("PYTHONPATH")])))
             env.update(assign)
