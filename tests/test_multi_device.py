@@ -394,3 +394,68 @@ def test_host_emulation(peer):
         cwd=PACKAGE_ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert " passed" in proc.stdout and "failed" not in proc.stdout
+
+
+TWO_DEVICES_AT_ONCE = r"""
+import sys, threading
+import numpy as np, pygpu
+pygpu.transfer_config(min_bytes=0, chunk=256 << 10, depth=4)      # (buffers of 1 MiB)
+rng = np.random.default_rng(11)
+mine = rng.standard_normal((2 << 20) // 8)                          # 2 MiB: fills the buffers
+other = rng.integers(0, 1 << 30, (3 << 20) // 4, dtype=np.int32)  # 3 MiB, uploaded beside it
+
+def phase(name, dev):
+    pygpu.synchronize()
+    print("phase", name, file=sys.stderr, flush=True)
+    stop, started = threading.Event(), threading.Event()
+
+    def beside():
+        with pygpu.Device(0):
+            while not stop.is_set():
+                g = pygpu.to_gpu(other)
+                started.set()
+        np.testing.assert_array_equal(g.get(), other)
+    t = threading.Thread(target=beside)
+    t.start()
+    started.wait(60)
+    with pygpu.Device(dev):
+        for r in range(150):
+            a = mine if r % 2 else mine[::-1]
+            g = pygpu.to_gpu(a)
+            assert int(g.device) == dev
+            np.testing.assert_array_equal(g.get(), a)
+    stop.set()
+    t.join(60)
+phase("device 1", 1)
+phase("device 0", 0)
+print("ok")
+"""
+
+
+@two
+def test_uploads_to_two_devices_at_once_each_go_through_the_ring(run_python):
+    """An upload that fills the staging buffers while another thread
+    uploads to another device is alone on its own device and goes through
+    the buffers as a ring with plain stores ("alone on the device" in the
+    trace), every time; beside an upload to the same device it goes
+    otherwise (crowded) at least once.  The trace names every staged
+    transfer's way, traced or not.  The data arrive as NumPy has them."""
+    import re
+    env = {"PYGPU_BACKEND": pygpu.backend, "PYGPU_STAGING_TRACE": "1"}
+    if pygpu.backend == "host":
+        env["PYGPU_HOST_DEVICES"] = "2"
+    proc = run_python(TWO_DEVICES_AT_ONCE, env=env, timeout=120)
+    assert proc.stdout.split()[-1] == "ok"
+    names, phase = {}, None
+    for line in proc.stderr.splitlines():
+        m = re.match(r"phase (.*)", line)
+        if m:
+            phase = m.group(1)
+        m = re.match(r"pygpu staging (h2d[^:]*): (?:.* b0@[\d.]+)?\[(\d+)K\]", line)
+        if m and phase and int(m.group(2)) == 2048:         # (this thread's uploads, not the 3 MiB beside them)
+            names.setdefault(phase, []).append(m.group(1))
+    # (one is traced at a time; the others print their way and size)
+    assert len(names.get("device 1", [])) == 150, proc.stderr[-2000:]
+    assert set(names["device 1"]) == {"h2d (alone on the device, plain stores)"}, names["device 1"]
+    assert len(names.get("device 0", [])) == 150, proc.stderr[-2000:]
+    assert set(names["device 0"]) - {"h2d (alone on the device, plain stores)"}, names["device 0"]

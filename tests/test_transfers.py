@@ -493,7 +493,7 @@ for n in (512 << 10, 3 << 20):          # (in the staging buffers; through the r
 def test_uploads_alone_that_fill_the_buffers_go_through_the_ring(run_python):
     """An upload that finds no other transfer at work and fills the staging
     buffers (depth x chunk) goes through them as a ring, named in the trace
-    ("alone, plain stores"); a smaller one through them whole.  Every host
+    ("alone on the device, plain stores"); a smaller one through them whole.  Every host
     layout and dtype arrives as NumPy has it."""
     import re
     code = """
@@ -511,7 +511,7 @@ for n in (512 << 10, 1 << 20, (3 << 20) + 4096):
     ups = re.findall(r"pygpu staging (h2d[^:]*): copy entered [^;]*; b0@[\d.]+\[(\d+)K\]", p.stderr)
     assert len(ups) >= 24, p.stderr[-2000:]
     assert {name for name, k in ups if int(k) < 1024} == {"h2d (whole)"}, ups
-    assert {name for name, k in ups if int(k) >= 1024} == {"h2d (alone, plain stores)"}, ups
+    assert {name for name, k in ups if int(k) >= 1024} == {"h2d (alone on the device, plain stores)"}, ups
 
 
 def test_fresh_destinations_are_given_huge_pages():
@@ -702,7 +702,7 @@ TRACE_SCRIPT = r"""
 import numpy as np, pygpu
 pygpu.transfer_config(min_bytes=0, chunk=256 << 10, depth=3, threads=2)
 a = np.arange(1 << 18, dtype=np.float64)            # 2 MiB
-g = pygpu.to_gpu(a)                                  # h2d (alone, plain stores): the ring
+g = pygpu.to_gpu(a)                                  # h2d (alone on the device, plain stores): the ring
 out = np.empty_like(a)
 g.get(ary=out)                                       # d2h (whole)
 assert (out == a).all()
@@ -726,7 +726,7 @@ def test_staging_trace_names_every_pipeline():
     p = subprocess.run([sys.executable, "-c", TRACE_SCRIPT], env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     lines = [line for line in p.stderr.splitlines() if line.startswith("pygpu staging")]
-    for name in ("h2d (alone, plain stores):", "h2d (whole):", "d2h (whole):", "d2h (view):", "h2d (rows):"):
+    for name in ("h2d (alone on the device, plain stores):", "h2d (whole):", "d2h (whole):", "d2h (view):", "h2d (rows):"):
         hits = [line for line in lines if line.startswith("pygpu staging " + name)]
         assert hits, (name, p.stderr)
         assert " b0@" in hits[0] and " e0@" in hits[0] and "(us)" in hits[0], hits[0]

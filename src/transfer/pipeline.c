@@ -347,15 +347,17 @@ static pygpu_host_layout collapsed(pygpu_host_layout h, ptrdiff_t *shape, ptrdif
     return h;
 }
 
-/* An upload alone that fills the staging buffers goes through them as a
- * ring, its chunks of more than PLAIN_MIN written with plain stores: the
- * DMA then reads them out of the cache, which a chunk just written by many
- * cores holds dirty only in part, and leaves the memory to the host copy
- * (docs/performance.md: big uploads alone through the ring). */
+/* An upload alone on its device that fills the staging buffers goes
+ * through them as a ring, its chunks of more than PLAIN_MIN written with
+ * plain stores: the DMA then reads them out of the cache, which a chunk
+ * just written by many cores holds dirty only in part, and leaves the
+ * memory to the host copy (docs/performance.md: big uploads alone through
+ * the ring).  Uploads to two devices at once each go so: each is alone on
+ * its own (docs/performance.md: several devices at once). */
 #define PLAIN_MIN ((ptrdiff_t)2 << 20)
 
 /* The host copy of elements [e, e + cnt) of h into the staging memory at
- * `to` (`plain`: an upload alone through the ring, above). */
+ * `to` (`plain`: an upload alone on its device through the ring, above). */
 static pygpu_range_job up_job(const pygpu_host_layout *h, char *to, ptrdiff_t e, ptrdiff_t cnt, int plain)
 {
     ptrdiff_t bytes = cnt * h->itemsize;
@@ -440,7 +442,7 @@ pygpu_status pygpu_staged_h2d(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
         return 0;
     *staged = 1;
     ptrdiff_t n = layout_size(&h);
-    int whole = 0, plain = pygpu_lanes_alone() && (size_t)(n * h.itemsize) >= (size_t)cfg.depth * cfg.chunk;
+    int whole = 0, plain = !pygpu_lane_crowded(c->lane) && (size_t)(n * h.itemsize) >= (size_t)cfg.depth * cfg.chunk;
     if (!plain)
         r = h2d_whole(c, dev, h, &cfg, &whole);
     if (whole) {
@@ -483,7 +485,7 @@ pygpu_status pygpu_staged_h2d(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
         k++;
     }
     PYGPU_TRACE('e', 0, 0);
-    PYGPU_TRACE_NAME(plain ? "h2d (alone, plain stores)" : "h2d");
+    PYGPU_TRACE_NAME(plain ? "h2d (alone on the device, plain stores)" : "h2d");
     engine_give(c);
     return r;
 }

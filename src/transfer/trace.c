@@ -2,7 +2,7 @@
  * trace.c -- the staged transfers' trace; see trace.h.  One transfer's
  * events are kept at a time, under their own lock: with several at once
  * (other threads, other devices), the first to begin while none is traced
- * is followed to its end, and the others go untraced.
+ * is followed to its end, and the others print only their name and size.
  */
 #define _GNU_SOURCE
 #include "trace.h"
@@ -44,6 +44,7 @@ static pygpu_event_t dma[PYGPU_TRACE_DMA_MAX + 1];
 static int dma_n;
 static const char *name;
 static _Thread_local long long entered;
+static _Thread_local size_t untraced;   /* the size of this thread's transfer, if another's is traced */
 static pthread_t owner;         /* the thread whose transfer is traced, */
 static int owned;               /* if one is */
 
@@ -128,6 +129,8 @@ void pygpu_trace_note(char what, int chunk, size_t bytes)
     pthread_mutex_lock(&trace_mu);
     if (mine(what))
         note(what, chunk, bytes);
+    else if (what == 'b')
+        untraced = bytes;
     pthread_mutex_unlock(&trace_mu);
 }
 
@@ -151,11 +154,17 @@ void pygpu_trace_dma(int k, pygpu_stream_t stream)
     pthread_mutex_unlock(&trace_mu);
 }
 
+/* The traced transfer's name is kept for its line; another's is printed
+ * at once, with its size, so that every staged transfer says which way it
+ * went. */
 void pygpu_trace_name(const char *n)
 {
     pthread_mutex_lock(&trace_mu);
     if (mine(0))
         name = n;
+    else
+        fprintf(stderr, "pygpu staging %s: [%zuK], not traced (another transfer's trace was under way)\n", n,
+                untraced >> 10);
     pthread_mutex_unlock(&trace_mu);
 }
 
