@@ -15,6 +15,7 @@ the data, the routes and the references; on a GPU the same tests also
 hold the ordering on the stream.
 """
 import collections
+import re
 import gc
 import threading
 import time
@@ -251,7 +252,13 @@ assert pygpu.pinned_pool_stats()["background"] == 0
     chunks = sorted({int(line.split()[4]) for line in gates})
     assert chunks == [4, 5], chunks                 # (8 MiB each, or a quarter of less than 32 MiB)
     named = "the device's wait on a counter" if wait == "1" else "host functions"
-    assert all(line.endswith("gated by " + named) for line in gates), gates
+    assert all(line.split("; in the call")[0].endswith("gated by " + named) for line in gates), gates
+    # (and where the call's time went, part by part, adding up to the whole)
+    for line in gates:
+        parts = re.findall(r"(task and block|event|hand-over|chunks|end) ([\d.]+)", line.split("; in the call")[1])
+        whole = float(re.search(r"\(([\d.]+) in all\)", line).group(1))
+        assert [name for name, _ in parts] == ["task and block", "event", "hand-over", "chunks", "end"], line
+        assert abs(sum(float(us) for _, us in parts) - whole) < 0.1 * len(parts), line
 
 
 def test_the_host_array_is_kept_until_the_upload_is_over(pageable):
@@ -521,7 +528,8 @@ assert pygpu.pinned_pool_stats()["background"] == 0
     if cache:
         env["PYGPU_CACHE_BYTES"] = cache
     p = run_python(code, env=env)
-    downs = [line for line in p.stderr.splitlines() if line.startswith("pygpu background: down in ")]
+    downs = [line.split("; in the call")[0] for line in p.stderr.splitlines()
+             if line.startswith("pygpu background: down in ")]
     whole = [line for line in downs
              if line.endswith(" in 4 chunks through a whole block, copied out with plain stores")]
     ring = [line for line in downs if line.endswith(" in 8 chunks through a ring, copied out with streaming stores")]

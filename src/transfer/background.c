@@ -463,6 +463,8 @@ pygpu_status pygpu_bg_upload(char *dev, const char *host, const ptrdiff_t *strid
                              ptrdiff_t itemsize, pygpu_stream_t s, void *owner, int *taken)
 {
     pygpu_status r = 0;
+    pygpu_trace_clock clock = {0};
+    PYGPU_TRACE_TICK(clock);
     task *t = pygpu_bg_task_new(1, (char *)host, strides, nd, shape, itemsize);
     *taken = 0;
     if (!t)
@@ -472,14 +474,17 @@ pygpu_status pygpu_bg_upload(char *dev, const char *host, const ptrdiff_t *strid
         return 0;
     }
     t->owner = owner;
+    PYGPU_TRACE_TICK(clock);
     if (pygpu_rt_event_create(&t->done, PYGPU_EVENT_DISABLE_TIMING) != 0) {
         (void)pygpu_rt_get_last_error();
         t->done = NULL;
     }
+    PYGPU_TRACE_TICK(clock);
     /* Queued for the mover first: a runtime that runs host functions at
      * once (the host's) runs the first gate before this returns. */
     if (pygpu_bg_hand_over(&mover, t, taken) != 0)
         return 0;
+    PYGPU_TRACE_TICK(clock);
     int k, wait = t->counter != NULL, nchunks = t->nchunks, ring = t->ring;
     for (k = 0; r == 0 && k < nchunks; k++) {
         ptrdiff_t e = t->start[k], bytes = (t->start[k + 1] - e) * itemsize;
@@ -496,6 +501,7 @@ pygpu_status pygpu_bg_upload(char *dev, const char *host, const ptrdiff_t *strid
         if (r == 0 && ring)
             r = pygpu_rt_stream_write_value(s, t->sent, (uint32_t)(k + 1));
     }
+    PYGPU_TRACE_TICK(clock);
     /* The end: an event, which the reaper looks at (the stream then has
      * nothing after the last DMA to wait for), else a host function. */
     if (r == 0 && t->done) {
@@ -505,9 +511,12 @@ pygpu_status pygpu_bg_upload(char *dev, const char *host, const ptrdiff_t *strid
         r = pygpu_rt_launch_host_func(s, pygpu_bg_finish, t);
     }
     pthread_mutex_unlock(&pygpu_bg_queue_mu);
-    if (pygpu_trace_on)                 /* (t may be over by now) */
-        fprintf(stderr, "pygpu background: up in %d chunks through %s, gated by %s\n", nchunks,
-                ring ? "a ring" : "a whole block", wait ? "the device's wait on a counter" : "host functions");
+    PYGPU_TRACE_TICK(clock);
+    if (pygpu_trace_on) {               /* (t may be over by now) */
+        static const char *const parts[] = {"task and block", "event", "hand-over", "chunks", "end"};
+        pygpu_trace_call(&clock, parts, "pygpu background: up in %d chunks through %s, gated by %s", nchunks,
+                         ring ? "a ring" : "a whole block", wait ? "the device's wait on a counter" : "host functions");
+    }
     if (r != 0) {
         /* What was queued is let through (the mover copies every chunk
          * that its gates wait for), and waited for; then a ring upload is

@@ -149,10 +149,13 @@ pygpu_status pygpu_bg_download(char *host, const ptrdiff_t *strides, int nd, con
                                ptrdiff_t itemsize, const char *dev, pygpu_stream_t s, void *owner, int *taken)
 {
     pygpu_status r = 0;
+    pygpu_trace_clock clock = {0};
+    PYGPU_TRACE_TICK(clock);
     task *t = pygpu_bg_task_new(0, host, strides, nd, shape, itemsize);
     *taken = 0;
     if (!t)
         return 0;
+    PYGPU_TRACE_TICK(clock);
     if (pygpu_rt_get_device(&t->device) != 0 || !events_made(t)) {
         (void)pygpu_rt_get_last_error();
         pygpu_bg_task_free(t);
@@ -166,13 +169,13 @@ pygpu_status pygpu_bg_download(char *host, const ptrdiff_t *strides, int nd, con
         pygpu_bg_task_free(t);
         return 0;
     }
+    PYGPU_TRACE_TICK(clock);
     if (pygpu_bg_hand_over(&pygpu_bg_lander, t, taken) != 0)
         return 0;
     t->owner = owner;                   /* (read by the reaper only, once the task is over) */
-    if (pygpu_trace_on)                 /* (t is the lander's now, but not over before queue_over) */
-        fprintf(stderr, "pygpu background: down in %d chunks through %s, copied out with %s stores\n",
-                t->nchunks, t->ring ? "a ring" : "a whole block", t->land_stream ? "streaming" : "plain");
-    for (int k = 0; r == 0 && k < t->nchunks; k++) {
+    PYGPU_TRACE_TICK(clock);
+    int nchunks = t->nchunks, ring = t->ring, land_stream = t->land_stream;   /* (t: the lander's now) */
+    for (int k = 0; r == 0 && k < nchunks; k++) {
         ptrdiff_t e = t->start[k], bytes = (t->start[k + 1] - e) * itemsize;
         if (t->ring && k >= t->ring && (r = pygpu_rt_stream_wait_value(s, t->counter, (uint32_t)(k + 1 - t->ring))))
             break;
@@ -183,9 +186,16 @@ pygpu_status pygpu_bg_download(char *host, const ptrdiff_t *strides, int nd, con
     atomic_store(&t->queue_over, 1);
     /* The host function that waits for the lander (a runtime that runs
      * host functions at once, the host's, runs it before this returns). */
+    PYGPU_TRACE_TICK(clock);
     if (r == 0)
         r = pygpu_rt_launch_host_func(s, landed, t);
     pthread_mutex_unlock(&pygpu_bg_queue_mu);
+    PYGPU_TRACE_TICK(clock);
+    if (pygpu_trace_on) {
+        static const char *const parts[] = {"task and block", "events", "hand-over", "chunks", "end"};
+        pygpu_trace_call(&clock, parts, "pygpu background: down in %d chunks through %s, copied out with %s stores",
+                         nchunks, ring ? "a ring" : "a whole block", land_stream ? "streaming" : "plain");
+    }
     if (r == 0)
         return 0;
     /* Else what was queued is waited for and copied out by the lander

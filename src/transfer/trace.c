@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,25 @@ static long long now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+long long pygpu_trace_now_ns(void)
+{
+    return now_ns();
+}
+
+void pygpu_trace_call(const pygpu_trace_clock *c, const char *const *names, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    flockfile(stderr);          /* (one line, whatever other threads print) */
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "; in the call (us):");
+    for (int i = 1; i < c->n; i++)
+        fprintf(stderr, " %s %.1f", names[i - 1], (double)(c->t[i] - c->t[i - 1]) / 1e3);
+    fprintf(stderr, " (%.1f in all)\n", c->n ? (double)(c->t[c->n - 1] - c->t[0]) / 1e3 : 0.0);
+    funlockfile(stderr);
+    va_end(ap);
 }
 
 void pygpu_trace_init(void)

@@ -62,6 +62,24 @@ void pygpu_trace_name(const char *name);
 void pygpu_trace_enter(void);
 void pygpu_trace_done(void);
 
+/* Where a call's time goes (the background's calls): a stamp at its
+ * start and at the end of each part; pygpu_trace_call prints one line,
+ * the printf-style `fmt` and then each part's microseconds after `names`
+ * (one per part). */
+#define PYGPU_TRACE_TICKS 8
+typedef struct {
+    long long t[PYGPU_TRACE_TICKS];
+    int n;
+} pygpu_trace_clock;
+#define PYGPU_TRACE_TICK(clock)                                \
+    do {                                                       \
+        if (pygpu_trace_on && (clock).n < PYGPU_TRACE_TICKS)   \
+            (clock).t[(clock).n++] = pygpu_trace_now_ns();     \
+    } while (0)
+long long pygpu_trace_now_ns(void);
+void pygpu_trace_call(const pygpu_trace_clock *c, const char *const *names, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Reads PYGPU_STAGING_TRACE. */
 void pygpu_trace_init(void);
 

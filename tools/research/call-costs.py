@@ -7,13 +7,20 @@ while it is timed), the median of N batches of 16 calls of each kind:
 a 4 MiB H2D cudaMemcpyAsync from page-locked memory (the runtime's, and
 the driver's cuMemcpyHtoDAsync), the driver's cuStreamWaitValue32, an
 event made, recorded, destroyed.  Then the same of PyGPU's to_gpu_async
-of touched pageable memory (the whole call, 16 and 64 MiB).  Needs CuPy
-and the NVIDIA driver.
+of touched pageable memory (the whole call, 16 and 64 MiB), and of
+get_async into it.  With PYGPU_STAGING_TRACE=1 set, also the median of
+each part of those calls that PyGPU's background traces (its block, its
+events, the hand-over, the chunks' calls, the end), the rest being the
+route and the Python around them.  Needs CuPy and the NVIDIA driver.
 """
 import argparse
+import collections
 import ctypes
+import os
+import re
 import statistics
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -86,18 +93,43 @@ def main(argv=None):
     ps = pygpu.Stream()
     for n in (16 << 20, 64 << 20):
         host = np.ones(n, np.uint8)
-        pygpu.to_gpu_async(host, stream=ps)     # (the first of a size makes the page-locked block)
-        ps.synchronize()
-        calls = []
-        for _ in range(args.reps):
-            t0 = time.perf_counter()
-            out = pygpu.to_gpu_async(host, stream=ps)
-            calls.append(time.perf_counter() - t0)
+        g = pygpu.to_gpu(host)
+        for name, call in ((f"pygpu.to_gpu_async, {n >> 20} MiB touched pageable",
+                            lambda: pygpu.to_gpu_async(host, stream=ps)),
+                           (f"GPUArray.get_async, {n >> 20} MiB into touched pageable",
+                            lambda: g.get_async(stream=ps, ary=host))):
+            call()                              # (the first of a size makes the page-locked block)
             ps.synchronize()
-            del out
-        print(f"{statistics.median(calls) * 1e6:8.2f} us  pygpu.to_gpu_async, {n >> 20} MiB touched pageable",
-              flush=True)
+            calls, parts = timed_traced(call, ps, args.reps)
+            print(f"{statistics.median(calls) * 1e6:8.2f} us  {name}", flush=True)
+            for part, us in parts.items():
+                print(f"{statistics.median(us):8.2f} us    of which (traced) {part}", flush=True)
     return 0
+
+
+def timed_traced(call, stream, reps):
+    """([seconds of each call], {part: [us]} from the background's trace
+    lines, which go to a file meanwhile; empty without the trace)."""
+    calls, parts = [], collections.defaultdict(list)
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+") as f:
+        os.dup2(f.fileno(), 2)
+        try:
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                out = call()
+                calls.append(time.perf_counter() - t0)
+                stream.synchronize()
+                del out
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        f.seek(0)
+        for line in f:
+            if line.startswith("pygpu background: ") and "; in the call (us):" in line:
+                for part, us in re.findall(r" ([a-z -]+?) ([\d.]+)", line.split("; in the call (us):")[1]):
+                    parts[part].append(float(us))
+    return calls, parts
 
 
 if __name__ == "__main__":
