@@ -500,14 +500,14 @@ typedef struct {
  * memory, see below), and the workers copy each chunk out as soon as it has
  * landed.  No buffer is reused, so the DMA never waits for the host; bigger
  * transfers keep the ring of buffers, which is faster for them
- * (docs/performance.md: whole-buffer downloads).  *done = 0 when the
- * transfer is not for this path. */
+ * (docs/performance.md: whole-buffer downloads); copied out with
+ * streaming stores where `out_stream` (pygpu_down_stream).  *done = 0
+ * when the transfer is not for this path. */
 static pygpu_status d2h_whole(pygpu_staging_ctx *c, pygpu_host_layout h, const char *dev,
-                              const pygpu_transfer_config *cfg, int fresh, int *done)
+                              const pygpu_transfer_config *cfg, int fresh, int out_stream, int *done)
 {
     ptrdiff_t n = layout_size(&h);
     size_t total = (size_t)(n * h.itemsize);
-    int out_stream = pygpu_down_stream(total);
     pygpu_status r;
     part_window win[WHOLE_CHUNKS];
     int nwin = whole_windows(c->lane, n, h.itemsize, cfg, 0, win), queued = 0, k;
@@ -575,7 +575,7 @@ pygpu_status pygpu_staged_d2h(pygpu_staging_ctx *c, pygpu_host_layout h, const c
     int fresh = total >= PYGPU_FRESH_MIN && h.nd == 1 && h.strides[0] == h.itemsize &&
                 pygpu_looks_fresh(h.ptr, total);
     int whole = 0, out_stream = pygpu_down_stream(total);
-    r = d2h_whole(c, h, dev, &cfg, fresh, &whole);
+    r = d2h_whole(c, h, dev, &cfg, fresh, out_stream, &whole);
     if (whole) {
         engine_give(c);
         return r;
