@@ -238,18 +238,18 @@ int pygpu_array_assign(PyGPUArray *a, PyObject *value, PyObject *stream, int asy
         if (pygpu_memory_usable(v->mem) < 0)
             return -1;
         if (same_shape(a, v) && PyArray_EquivTypes(a->descr, v->descr)) {
-            PyObject *tmp = NULL;
+            PyGPUArray *tmp = NULL;     /* (v stays the value: the copy is read, the value noted) */
             if (may_overlap(a, v)) {    /* as NumPy: the result is as if v were copied first */
-                if (!(tmp = pygpu_array_dense_copy(st, v, PYGPU_ORDER_K, s, stream, a->device)))
+                if (!(tmp = (PyGPUArray *)pygpu_array_dense_copy(st, v, PYGPU_ORDER_K, s, stream, a->device)))
                     return -1;
-                v = (PyGPUArray *)tmp;
             }
-            r = pygpu_copy(st, device_side(a), device_side(v), a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, async);
+            r = pygpu_copy(st, device_side(a), device_side(tmp ? tmp : v), a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s,
+                           async);
             Py_XDECREF(tmp);
             if (r == 0) {
                 pygpu_array_note_stream(st, a, stream, s);
                 if (v->device == a->device)
-                    pygpu_array_note_stream(st, (PyGPUArray *)value, stream, s);
+                    pygpu_array_note_stream(st, v, stream, s);
             }
             return r;
         }

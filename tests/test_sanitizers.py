@@ -6,7 +6,9 @@ The whole suite takes about two minutes that way (`bash tools/asan.sh`);
 here, within CI's budget, the tests that reach the most C with bad input,
 DLPack capsules, leaks and faults run, each in a fresh interpreter whose
 exit a leak fails.  Skipped when the compiler cannot build with the
-sanitizers, or when this run already is a sanitized one.
+sanitizers, when this run already is a sanitized one, or when it tests a
+pygpu installed from elsewhere (CI's run against the wheel: the checkout's
+sources are built and checked in its run against the checkout).
 """
 import os
 import shutil
@@ -23,10 +25,12 @@ SCRIPT = os.path.join(ROOT, "tools", "asan.sh")
 # DLPack both ways (hostile producers, consumed capsules, deleters), the
 # leak loops (in a fresh interpreter, whose exit is checked for leaks; 20
 # rounds a phase here), the out-of-memory and interrupt faults, and the
-# uploads that complete in the background (a mover thread, gates).  The
+# uploads that complete in the background (a mover thread, gates), and the
+# copies on the device (overlapping assignments, through a temporary).  The
 # rest (the fuzzing, the threads, fork...) runs in the full sanitized run.
 SUBSET = [
     "tests/test_bad_input.py",
+    "tests/test_device_copy.py",
     "tests/test_dlpack.py",
     "tests/test_leaks.py",
     "tests/test_faults.py::test_out_of_memory_mid_operation_host",
@@ -42,6 +46,9 @@ def test_host_backend_under_asan_and_ubsan():
         pytest.skip("this run is the sanitized one already")
     if not shutil.which("bash"):
         pytest.skip("tools/asan.sh needs bash")
+    if not os.path.abspath(pygpu.__file__).startswith(os.path.join(ROOT, "")):
+        pytest.skip("the sanitized build is of this checkout's sources, and this run tests a pygpu installed "
+                    "elsewhere (the run against the checkout builds them)")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYGPU_", "ASAN_", "LSAN_", "UBSAN_"))}
     env["PYGPU_LEAK_ROUNDS"] = "20"
     proc = subprocess.run(["bash", SCRIPT, *SUBSET, "-q", "-x"], cwd=ROOT, env=env,
