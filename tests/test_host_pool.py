@@ -33,6 +33,13 @@ POOL_CASE = """
 """
 
 
+def _under_asan():
+    """Whether AddressSanitizer's runtime is loaded here (tools/asan.sh)."""
+    with open("/proc/self/maps") as f:
+        maps = f.read()
+    return "libclang_rt.asan" in maps or "libasan.so" in maps
+
+
 def run_case(run_python, **env):
     proc = run_python(POOL_CASE, env={"PYGPU_BACKEND": "host", "PYGPU_HOST_MEMORY": "1G", **env})
     reused, dropped, freed = proc.stdout.split()
@@ -42,7 +49,8 @@ def run_case(run_python, **env):
 def test_freed_block_is_reused_and_trimmed(run_python):
     reused, dropped, freed = run_case(run_python)
     assert reused, "a freed 64 MiB block should serve the next 60 MiB allocation"
-    assert dropped >= 56 << 20, f"trim_memory_pool() gave back only {dropped} bytes"
+    if not _under_asan():   # (ASan holds freed memory in its quarantine: the process keeps it)
+        assert dropped >= 56 << 20, f"trim_memory_pool() gave back only {dropped} bytes"
     assert freed == 64 << 20, "pooled bytes count as free in mem_get_info() (PYGPU_HOST_MEMORY set: exact)"
 
 

@@ -244,6 +244,9 @@ def _warning_shape(line):
 def test_backend_warning_is_one_line_that_says_how_to_choose(run_python):
     """The fallback warning: one line, why and how to choose, as README shows
     it; PYGPU_BACKEND=host and README's filter quiet it."""
+    if set(pygpu.backends()) == {"host"}:
+        pytest.skip("README shows the warning of a build with GPU backends (it names them); this one has only "
+                    "the host backend (tools/asan.sh's)")
     r = run_python("import pygpu", env={"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": ""})
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("pygpu:0: BackendWarning: no GPU found ("), r.stderr

@@ -1,6 +1,7 @@
 """`python -m pygpu`, the main job: it runs, reports the backend and devices,
 passes its round trip, and prints the throughput table."""
 import importlib
+import os
 import re
 import subprocess
 import sys
@@ -18,12 +19,16 @@ def test_main_job(run_python):
     assert r.returncode == 0, r.stderr + out
     assert re.search(r"^backend: \w+ \(built: .*host", out, re.M)
     assert re.search(r"^devices: [1-9]", out, re.M)
-    # What the build did with each backend: pip shows it only with -v.
-    assert re.search(r"^build report \(.*\):$", out, re.M), out
-    for name in pygpu.backends():
-        assert re.search(rf"^  {name}: built", out, re.M), out
-    for name in {"cuda", "hip"} - set(pygpu.backends()):
-        assert re.search(rf"^  {name}: skipped: \S", out, re.M), out
+    # What the build did with each backend (pip shows it only with -v);
+    # a build by hand (tools/asan.sh's) has no report, and the job says so.
+    if os.path.exists(os.path.join(os.path.dirname(os.path.abspath(pygpu.__file__)), "_build_report.json")):
+        assert re.search(r"^build report \(.*\):$", out, re.M), out
+        for name in pygpu.backends():
+            assert re.search(rf"^  {name}: built", out, re.M), out
+        for name in {"cuda", "hip"} - set(pygpu.backends()):
+            assert re.search(rf"^  {name}: skipped: \S", out, re.M), out
+    else:
+        assert re.search(r"^build report: none beside the package \(", out, re.M), out
     assert "round trip host -> device -> device -> host, 8 MiB: ok" in out
     rows = re.findall(r"^\s+\d+ MiB((?:\s+\d+\.\d)+)$", out, re.M)
     assert len(rows) == 3 and all(len(r.split()) == 4 for r in rows)
