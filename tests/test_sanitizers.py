@@ -2,7 +2,7 @@
 UndefinedBehaviorSanitizer, in CI: tools/asan.sh builds it (into
 build/asan) and runs a part of the suite against that build.
 
-The whole suite takes about two minutes that way (`bash tools/asan.sh`);
+The whole suite takes about ten minutes that way (`bash tools/asan.sh`);
 here, within CI's budget, the tests that reach the most C with bad input,
 DLPack capsules, leaks and faults run, each in a fresh interpreter whose
 exit a leak fails.  Skipped when the compiler cannot build with the
