@@ -15,8 +15,8 @@ the data, the routes and the references; on a GPU the same tests also
 hold the ordering on the stream.
 """
 import collections
-import re
 import gc
+import re
 import threading
 import time
 import weakref

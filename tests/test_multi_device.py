@@ -407,14 +407,18 @@ other = rng.integers(0, 1 << 30, (3 << 20) // 4, dtype=np.int32)  # 3 MiB, uploa
 def phase(name, dev):
     pygpu.synchronize()
     print("phase", name, file=sys.stderr, flush=True)
-    stop, started = threading.Event(), threading.Event()
+    stop, started, failed = threading.Event(), threading.Event(), []
 
     def beside():
-        with pygpu.Device(0):
-            while not stop.is_set():
-                g = pygpu.to_gpu(other)
-                started.set()
-        np.testing.assert_array_equal(g.get(), other)
+        try:
+            with pygpu.Device(0):
+                while not stop.is_set():
+                    g = pygpu.to_gpu(other)
+                    started.set()
+            np.testing.assert_array_equal(g.get(), other)
+        except BaseException as e:          # (a thread's exception would only be printed)
+            failed.append(e)
+            started.set()
     t = threading.Thread(target=beside)
     t.start()
     started.wait(60)
@@ -426,6 +430,7 @@ def phase(name, dev):
             np.testing.assert_array_equal(g.get(), a)
     stop.set()
     t.join(60)
+    assert not t.is_alive() and not failed, failed
 phase("device 1", 1)
 phase("device 0", 0)
 print("ok")
