@@ -64,15 +64,20 @@ static ptrdiff_t layout_size(const pygpu_host_layout *h)
 }
 
 #define MID_WINDOW ((size_t)1 << 20)
+#define MIN_WINDOW ((size_t)512 << 10)
 
 /* Bytes per chunk for a transfer of `total` bytes: small transfers use
  * smaller chunks so that several overlap (2 * depth of them), though none
- * smaller than a quarter of the transfer, up to MID_WINDOW: each DMA call
- * costs the link a few microseconds, which at 2-3 MiB outweighs the
- * overlap of eight windows (docs/performance.md: mid-size windows). */
+ * smaller than a quarter of the transfer, up to MID_WINDOW, nor than
+ * MIN_WINDOW: each DMA call costs the link a few microseconds, which at
+ * 2-3 MiB outweighs the overlap of eight windows, and each window a
+ * download's copy-out some microseconds of waiting and handing out (a 1
+ * MiB download in windows of 256, 384 and 384 KiB against four of 256:
+ * 0.63-0.66 of the link against 0.53; docs/performance.md: mid-size
+ * windows). */
 static size_t chunk_bytes(const pygpu_transfer_config *cfg, size_t total)
 {
-    size_t want = total / (size_t)(2 * cfg->depth), floor = (size_t)256 << 10;
+    size_t want = total / (size_t)(2 * cfg->depth), floor = MIN_WINDOW;
     size_t quarter = total / 4 < MID_WINDOW ? total / 4 : MID_WINDOW;
     if (want < quarter)
         want = quarter;
