@@ -959,6 +959,49 @@ def test_research_tools_run_on_the_host_backend(tool, args, want):
     assert any(w in p.stdout for w in ((want,) if isinstance(want, str) else want)), p.stdout
 
 
+def _c_compiler():
+    import shutil
+    return shutil.which("gcc") or shutil.which("cc") or shutil.which("clang")
+
+
+@pytest.mark.skipif(_c_compiler() is None, reason="no C compiler")
+def test_fresh_fill_probe_fills_fresh_memory(tmp_path):
+    """tools/research/fresh-fill.c (the floor of a download into fresh
+    memory, docs/performance.md) builds and fills fresh memory with the
+    source's bytes in each way it measures (it checks every byte itself and
+    fails on a mismatch); the userfaultfd way where the kernel lets this
+    process use it."""
+    import pathlib
+    import subprocess
+    src = pathlib.Path(__file__).resolve().parent.parent / "tools" / "research" / "fresh-fill.c"
+    exe = tmp_path / "fresh-fill"
+    subprocess.run([_c_compiler(), "-O2", "-pthread", str(src), "-o", str(exe)], check=True, capture_output=True)
+    names = {0: "populate+copy", 1: "copy (faulting)", 2: "uffd copy", 3: "touched copy"}
+    for mode, name in names.items():
+        p = subprocess.run([str(exe), "8", "2", str(mode), "64"], capture_output=True, text=True, timeout=60)
+        if mode == 2 and p.returncode != 0 and "userfaultfd" in p.stderr and "MISMATCH" not in p.stderr:
+            continue        # (not allowed here: a container's seccomp, or vm.unprivileged_userfaultfd)
+        assert p.returncode == 0, (mode, p.stderr)
+        assert p.stdout.startswith(name) and "GB/s" in p.stdout, p.stdout
+
+
+@pytest.mark.skipif(_c_compiler() is None, reason="no C compiler")
+@pytest.mark.parametrize("probe", ["register-fresh.c", "wc-probe.c", "down-slots.c"])
+def test_cuda_probes_compile(probe):
+    """The C probes that need the CUDA runtime (run by gpu-check.sh probes on
+    the GPU machine) compile cleanly where its headers are."""
+    import os
+    import pathlib
+    import subprocess
+    inc = pathlib.Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "include"
+    if not (inc / "cuda_runtime.h").exists():
+        pytest.skip("no CUDA headers")
+    src = pathlib.Path(__file__).resolve().parent.parent / "tools" / "research" / probe
+    p = subprocess.run([_c_compiler(), "-std=gnu11", "-O2", "-msse4.1", "-Wall", "-Wextra", "-Werror", "-pthread",
+                        f"-I{inc}", "-fsyntax-only", str(src)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+
+
 def test_trace_cases_tool_runs():
     """tools/research/trace-cases.py (run on the GPU machine by gpu-check.sh ab) works."""
     import os

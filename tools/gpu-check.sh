@@ -18,6 +18,9 @@
 #                                      measured by this checkout's bench_scale), taking turns, 2 rounds;
 #                                      then tools/research/threads-sweep.py (8 threads against chunk and
 #                                      thread settings, interleaved)
+#   bash tools/gpu-check.sh probes     no build: the C probes of tools/research (fresh-fill, register-fresh,
+#                                      wc-probe, down-slots: the host's floors for fresh destinations and
+#                                      mid-size downloads, docs/performance.md), compiled and run
 #   bash tools/gpu-check.sh ab         build + python -m pygpu.bench (8 B to 256 MiB, no peers), then
 #                                      tools/research/ab-staging.py: as built against each setting
 #                                      in $GPU_CHECK_AB (default AB_THREADS=8), interleaved, 3 rounds
@@ -31,6 +34,22 @@ what=${1:-all}
 echo "== machine"
 nvidia-smi --query-gpu=name,pci.bus_id,uuid,memory.total,driver_version --format=csv,noheader
 python3 -c "import sys, numpy; print('python', sys.version.split()[0], 'numpy', numpy.__version__)"
+
+if [ "$what" = probes ]; then
+    cuda=${CUDA_HOME:-/usr/local/cuda}
+    probe() {   # name, then its arguments
+        local name=$1; shift
+        gcc -O2 -msse4.1 -pthread -I"$cuda/include" "tools/research/$name.c" -L"$cuda/lib64" -lcudart \
+            -o "/tmp/$name" || return 1
+        echo "== $name $*"
+        "/tmp/$name" "$@" 2>&1 | tee -a "$OUT/probes.txt"
+    }
+    for t in 1 8 14; do for mode in 0 1 2 3; do probe fresh-fill 256 $t $mode; done; done
+    probe register-fresh 256 8 16
+    probe wc-probe 8
+    probe down-slots 8
+    exit 0
+fi
 
 if [ "$what" = wheel ]; then
     repo=$PWD
