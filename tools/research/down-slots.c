@@ -20,8 +20,13 @@ int main(int argc, char **argv)
 {
     pool_start(argc, argv);
     size_t ring = 64u << 20;
-    char *dev, *pin, *out = aligned_alloc(4096, 16u << 20);
-    memset(out, 4, 16u << 20);
+    char *dev, *pin, *out = aligned_alloc(4096, (16u << 20) + 4096);
+    memset(out, 4, (16u << 20) + 4096);
+    /* PROBE_OUT_OFFSET=16: the array where NumPy's malloc puts its data,
+     * 16 bytes past a page, so 16 bytes out of step with the slots */
+    const char *off = getenv("PROBE_OUT_OFFSET");
+    out += off ? atoi(off) % 4096 : 0;
+    printf("the array at %zu bytes past a page\n", (size_t)((unsigned long)out % 4096));
     CK(cudaMalloc((void **)&dev, ring));
     CK(cudaMemset(dev, 5, ring));
     CK(cudaMallocHost((void **)&pin, ring));
