@@ -177,7 +177,7 @@ pygpu_status pygpu_bg_download(char *host, const ptrdiff_t *strides, int nd, con
     int nchunks = t->nchunks, ring = t->ring, land_stream = t->land_stream;   /* (t: the lander's now) */
     for (int k = 0; r == 0 && k < nchunks; k++) {
         ptrdiff_t e = t->start[k], bytes = (t->start[k + 1] - e) * itemsize;
-        if (t->ring && k >= t->ring && (r = pygpu_rt_stream_wait_value(s, t->counter, (uint32_t)(k + 1 - t->ring))))
+        if (ring && k >= ring && (r = pygpu_rt_stream_wait_value(s, t->counter, (uint32_t)(k + 1 - ring))))
             break;
         r = pygpu_rt_memcpy_async(pygpu_bg_slot(t, k), dev + e * itemsize, (size_t)bytes, PYGPU_COPY_D2H, s);
         if (r == 0 && (r = pygpu_rt_event_record(t->ev[k], s)) == 0)
