@@ -19,8 +19,9 @@
 #                                      then tools/research/threads-sweep.py (8 threads against chunk and
 #                                      thread settings, interleaved)
 #   bash tools/gpu-check.sh probes     no build: the C probes of tools/research (fresh-fill, register-fresh,
-#                                      wc-probe, down-slots: the host's floors for fresh destinations and
-#                                      mid-size downloads, docs/performance.md), compiled and run
+#                                      wc-probe, down-slots, batch-copy: the host's floors for fresh
+#                                      destinations and mid-size downloads, the runtime's batched copy;
+#                                      docs/performance.md), compiled and run
 #   bash tools/gpu-check.sh ab         build + python -m pygpu.bench (8 B to 256 MiB, no peers), then
 #                                      tools/research/ab-staging.py: as built against each setting
 #                                      in $GPU_CHECK_AB (default AB_THREADS=8), interleaved, 3 rounds
@@ -48,6 +49,7 @@ if [ "$what" = probes ]; then
     probe register-fresh 256 8 16
     probe wc-probe 8
     probe down-slots 8
+    probe batch-copy
     exit 0
 fi
 
