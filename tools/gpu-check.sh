@@ -38,10 +38,13 @@ python3 -c "import sys, numpy; print('python', sys.version.split()[0], 'numpy', 
 
 if [ "$what" = probes ]; then
     cuda=${CUDA_HOME:-/usr/local/cuda}
+    for name in fresh-fill register-fresh wc-probe down-slots batch-copy; do      # (built once each)
+        gcc -O2 -msse4.1 -pthread -I"$cuda/include" "tools/research/$name.c" -L"$cuda/lib64" -lcudart \
+            -o "/tmp/$name" || rm -f "/tmp/$name"
+    done
     probe() {   # name, then its arguments
         local name=$1; shift
-        gcc -O2 -msse4.1 -pthread -I"$cuda/include" "tools/research/$name.c" -L"$cuda/lib64" -lcudart \
-            -o "/tmp/$name" || return 1
+        [ -x "/tmp/$name" ] || { echo "== $name: did not build"; return 1; }
         echo "== $name $*"
         "/tmp/$name" "$@" 2>&1 | tee -a "$OUT/probes.txt"
     }
