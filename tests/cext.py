@@ -11,10 +11,15 @@ import pytest
 import pygpu
 
 
+def c_compiler():
+    """The C compiler on PATH, or None."""
+    return shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+
+
 def build_extension(directory, source, name):
     """Compile `source` (C text) as module `name` in `directory` and import
     it; skips the test where there is no C compiler."""
-    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    cc = c_compiler()
     if not cc:
         pytest.skip("no C compiler")
     src = directory / (name + ".c")

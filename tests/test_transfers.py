@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import pygpu
+from cext import c_compiler
 
 DTYPES = [np.uint8, np.int16, np.float32, np.complex128]
 
@@ -959,12 +960,7 @@ def test_research_tools_run_on_the_host_backend(tool, args, want):
     assert any(w in p.stdout for w in ((want,) if isinstance(want, str) else want)), p.stdout
 
 
-def _c_compiler():
-    import shutil
-    return shutil.which("gcc") or shutil.which("cc") or shutil.which("clang")
-
-
-@pytest.mark.skipif(_c_compiler() is None, reason="no C compiler")
+@pytest.mark.skipif(c_compiler() is None, reason="no C compiler")
 def test_fresh_fill_probe_fills_fresh_memory(tmp_path):
     """tools/research/fresh-fill.c (the floor of a download into fresh
     memory, docs/performance.md) builds and fills fresh memory with the
@@ -975,7 +971,7 @@ def test_fresh_fill_probe_fills_fresh_memory(tmp_path):
     import subprocess
     src = pathlib.Path(__file__).resolve().parent.parent / "tools" / "research" / "fresh-fill.c"
     exe = tmp_path / "fresh-fill"
-    subprocess.run([_c_compiler(), "-O2", "-pthread", str(src), "-o", str(exe)], check=True, capture_output=True)
+    subprocess.run([c_compiler(), "-O2", "-pthread", str(src), "-o", str(exe)], check=True, capture_output=True)
     names = {0: "populate+copy", 1: "copy (faulting)", 2: "uffd copy", 3: "touched copy"}
     for mode, name in names.items():
         p = subprocess.run([str(exe), "8", "2", str(mode), "64"], capture_output=True, text=True, timeout=60)
@@ -985,7 +981,7 @@ def test_fresh_fill_probe_fills_fresh_memory(tmp_path):
         assert p.stdout.startswith(name) and "GB/s" in p.stdout, p.stdout
 
 
-@pytest.mark.skipif(_c_compiler() is None, reason="no C compiler")
+@pytest.mark.skipif(c_compiler() is None, reason="no C compiler")
 @pytest.mark.skipif(__import__("platform").machine() not in ("x86_64", "AMD64"), reason="x86 probes (SSE4.1)")
 @pytest.mark.parametrize("probe", ["register-fresh.c", "wc-probe.c", "down-slots.c", "batch-copy.c"])
 def test_cuda_probes_compile(probe):
@@ -998,7 +994,7 @@ def test_cuda_probes_compile(probe):
     if not (inc / "cuda_runtime.h").exists():
         pytest.skip("no CUDA headers")
     src = pathlib.Path(__file__).resolve().parent.parent / "tools" / "research" / probe
-    p = subprocess.run([_c_compiler(), "-std=gnu11", "-O2", "-msse4.1", "-Wall", "-Wextra", "-Werror", "-pthread",
+    p = subprocess.run([c_compiler(), "-std=gnu11", "-O2", "-msse4.1", "-Wall", "-Wextra", "-Werror", "-pthread",
                         f"-I{inc}", "-fsyntax-only", str(src)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
 
