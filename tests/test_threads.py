@@ -31,15 +31,15 @@ def staging():
     pygpu.transfer_config(**saved)
 
 
-def run_threads(target, n=NTHREADS):
-    """Start n threads on target(k) together; join with a timeout; re-raise
-    the first error."""
+def run_threads(target, n=NTHREADS, timeout=JOIN_TIMEOUT):
+    """Start n threads on target(k) together; join with a timeout (seconds);
+    re-raise the first error."""
     errors = []
     barrier = threading.Barrier(n)
 
     def body(k):
         try:
-            barrier.wait(timeout=JOIN_TIMEOUT)
+            barrier.wait(timeout=timeout)
             target(k)
         except BaseException as e:  # noqa: BLE001 - reported below
             errors.append((k, e))
@@ -47,11 +47,11 @@ def run_threads(target, n=NTHREADS):
     threads = [threading.Thread(target=body, args=(k,), daemon=True) for k in range(n)]
     for t in threads:
         t.start()
-    deadline = time.monotonic() + JOIN_TIMEOUT
+    deadline = time.monotonic() + timeout
     for t in threads:
         t.join(max(0.0, deadline - time.monotonic()))
     hung = [t.name for t in threads if t.is_alive()]
-    assert not hung, f"deadlock: {hung} still running after {JOIN_TIMEOUT} s"
+    assert not hung, f"deadlock: {hung} still running after {timeout} s"
     if errors:
         k, e = errors[0]
         raise AssertionError(f"thread {k} failed ({len(errors)} of {n} did)") from e

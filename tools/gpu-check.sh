@@ -22,6 +22,9 @@
 #                                      wc-probe, down-slots, batch-copy: the host's floors for fresh
 #                                      destinations and mid-size downloads, the runtime's batched copy;
 #                                      docs/performance.md), compiled and run
+#   bash tools/gpu-check.sh stress     build + tests/test_stress.py for GPU_CHECK_STRESS_S seconds a case (default 90:
+#                                      threads moving data at random, every result checked) + the fuzz tests
+#                                      hunting GPU_CHECK_EXAMPLES fresh examples each (default 300)
 #   bash tools/gpu-check.sh ab         build + python -m pygpu.bench (8 B to 256 MiB, no peers), then
 #                                      tools/research/ab-staging.py: as built against each setting
 #                                      in $GPU_CHECK_AB (default AB_THREADS=8), interleaved, 3 rounds
@@ -153,6 +156,13 @@ if [ "$what" = scale ]; then
     done
     echo "== 8 threads: chunk and thread settings, interleaved (tools/research/threads-sweep.py)"
     python3 tools/research/threads-sweep.py 2>/dev/null | tee "$OUT/threads-sweep.txt"
+    exit 0
+fi
+if [ "$what" = stress ]; then
+    PYGPU_TEST_STRESS_S=${GPU_CHECK_STRESS_S:-90} python3 -m pytest -q -s -ra tests/test_stress.py 2>&1 \
+        | tee "$OUT/tests-stress.log" | tail -8
+    PYGPU_TEST_EXAMPLES=${GPU_CHECK_EXAMPLES:-300} python3 -m pytest -q -ra tests/test_fuzz.py \
+        $(grep -l gpuarray_helpers tests/test_*.py) 2>&1 | tee "$OUT/tests-hunt.log" | tail -5
     exit 0
 fi
 if [ "$what" = copies ]; then
