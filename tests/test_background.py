@@ -729,6 +729,101 @@ print("queued")
     assert proc.stdout.strip().endswith("queued")
 
 
+def test_threads_that_end_with_transfers_queued(pageable):
+    """Threads that queue a background upload and a background download
+    on a stream of their own and end at once, dropping the stream and the
+    host arrays: every transfer completes (the destinations hold the
+    data), the host arrays are released once it has, and nothing stays
+    pending or page-locked in use."""
+    n = MiB // 8 + 24
+    warm(8 * n)
+    pygpu.trim_pinned_pool()
+    before = pygpu.pinned_pool_stats()["in_use"]
+    results, refs = {}, []
+
+    def work(k):
+        s = pygpu.Stream()
+        src = np.arange(n, dtype=np.float64) + 1000 * k
+        g = pygpu.to_gpu_async(src, stream=s)
+        dest = np.zeros(n)
+        g.get_async(stream=s, ary=dest)
+        results[k] = (g, dest)
+        refs.append(weakref.ref(src))
+        # (the thread ends here: no synchronize, the stream and src dropped)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not [t for t in threads if t.is_alive()], "a thread hung"
+    wait_for_the_mover()
+    pygpu.synchronize()
+    wait_for_the_mover()        # (and what finished is reaped)
+    for k, (g, dest) in results.items():
+        want = np.arange(n, dtype=np.float64) + 1000 * k
+        np.testing.assert_array_equal(dest, want, err_msg=f"thread {k}'s download")
+        np.testing.assert_array_equal(g.get(), want, err_msg=f"thread {k}'s upload")
+    gc.collect()
+    assert not [r for r in refs if r() is not None], "a host array outlived its upload"
+    del results, g, dest
+    pygpu.trim_pinned_pool()
+    assert pygpu.pinned_pool_stats()["in_use"] <= before
+
+
+def test_a_thread_stopped_by_an_exception_mid_transfers(pageable):
+    """A thread stopped by an exception raised in it from outside (the
+    nearest Python has to killing a thread: PyThreadState_SetAsyncExc)
+    while it moves data in a loop, blocking and in the background: the
+    transfer in progress finishes (the exception comes between two
+    steps), everything the thread had checked was right, and nothing
+    stays pending or page-locked in use."""
+    import ctypes
+
+    class Stop(Exception):
+        pass
+
+    n = MiB // 8 + 40
+    warm(8 * n)
+    pygpu.trim_pinned_pool()
+    before = pygpu.pinned_pool_stats()["in_use"]
+    steps, ended = [0], []
+    started = threading.Event()
+
+    def work():
+        s = pygpu.Stream()
+        try:
+            for r in range(100000):
+                src = np.full(n, float(r))
+                g = pygpu.to_gpu_async(src, stream=s)
+                out = np.empty(n)
+                g.get_async(stream=s, ary=out)
+                s.synchronize()
+                np.testing.assert_array_equal(out, src)
+                np.testing.assert_array_equal(g.get(), src)
+                steps[0] = r + 1
+                started.set()
+        except Stop:
+            ended.append("stopped")
+        except BaseException as e:      # (anything else fails the test below)
+            ended.append(e)
+
+    t = threading.Thread(target=work)
+    t.start()
+    assert started.wait(60), "the thread never moved any data"
+    time.sleep(0.05)
+    assert ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(t.ident), ctypes.py_object(Stop)) == 1
+    t.join(60)
+    assert not t.is_alive(), "the thread hung"
+    assert ended == ["stopped"], f"the thread ended with {ended}"
+    assert steps[0] >= 1
+    pygpu.synchronize()
+    wait_for_the_mover()
+    gc.collect()
+    pygpu.trim_pinned_pool()
+    assert pygpu.pinned_pool_stats()["in_use"] <= before
+
+
 def test_an_interrupt_among_downloads_loses_nothing(pageable, sigint):
     """KeyboardInterrupt while downloads go on in the background: those
     queued complete, every destination that a call returned holds its
