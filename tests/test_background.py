@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 import pygpu
+from test_threads import run_threads
 
 MiB = 1 << 20
 DTYPES = [np.float64, np.float32, np.int16, np.uint8, np.complex128]
@@ -751,12 +752,7 @@ def test_threads_that_end_with_transfers_queued(pageable):
         refs.append(weakref.ref(src))
         # (the thread ends here: no synchronize, the stream and src dropped)
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    assert not [t for t in threads if t.is_alive()], "a thread hung"
+    run_threads(work, 6)        # (each ends at once; a hang or an error fails)
     wait_for_the_mover()
     pygpu.synchronize()
     wait_for_the_mover()        # (and what finished is reaped)
