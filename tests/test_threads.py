@@ -473,11 +473,17 @@ def test_the_gil_is_released_while_data_moves(staging, what):
              "strided staged get": lambda: g[::2].get(), "direct copy": lambda: g.set(a),
              "device copy": lambda: g.copy()}
     calls[what]()                                   # warm: buffers made, pages touched
-    ticks, took = progress_during(calls[what])
-    # Holding the GIL for the whole call would allow no tick at all (or one).
-    # (On a GPU a device copy only queues the work: it returns in microseconds.)
+    # Holding the GIL for the whole call would allow no tick at all (or one),
+    # every time.  (On a GPU a device copy only queues the work: it returns in
+    # microseconds.)  The best of five tries: a copy of a few milliseconds
+    # (the host backend's direct copy: 4 ms on CI's two cores) can find the
+    # ticker descheduled once in a while.
+    for _ in range(5):
+        ticks, took = progress_during(calls[what])
+        if ticks >= 3 or (what == "device copy" and took < 0.005):
+            break
     assert ticks >= 3 or (what == "device copy" and took < 0.005), \
-        f"{what}: another thread ran {ticks} times in {took * 1e3:.0f} ms"
+        f"{what}: another thread ran {ticks} times in {took * 1e3:.0f} ms (the last of five tries)"
 
 
 @pytest.mark.gpu_only
