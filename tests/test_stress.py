@@ -63,14 +63,13 @@ def same(got, want, what):
 
 class Steps:
     """One thread's steps: its random source bytes (never written, so
-    that an async upload may read them until its stream has passed it),
-    its device, its streams."""
+    that an async upload may read them until its stream has passed it)
+    and its streams (made on the thread's current device)."""
 
     def __init__(self, k):
         self.seed = 1000 + k
         self.rng = np.random.default_rng(self.seed)
         self.pool = self.rng.integers(0, 256, MAX_BYTES + 64, dtype=np.uint8)
-        self.dev = k % pygpu.device_count()
         self.streams = [None, pygpu.Stream(), pygpu.Stream(non_blocking=True)]
 
     def source(self, nbytes, dtype):
