@@ -354,6 +354,20 @@ static PyObject *peer_access(PyObject *self, PyObject *arg, int enable)
     Py_RETURN_NONE;
 }
 
+/* How copies from `src` into this device go, and why. */
+static PyObject *device_peer_route(PyObject *self, PyObject *arg)
+{
+    pygpu_state *st;
+    const char *why = NULL;
+    int usable, dev = ((PyGPUDevice *)self)->id, src = peer_arg(self, arg, &st);
+    if (src < 0)
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    usable = pygpu_peer_route(dev, src, &why);
+    Py_END_ALLOW_THREADS
+    return Py_BuildValue("(ss)", usable ? "peer" : "staged", why);
+}
+
 static PyObject *device_enable_peer_access(PyObject *self, PyObject *arg) { return peer_access(self, arg, 1); }
 static PyObject *device_disable_peer_access(PyObject *self, PyObject *arg) { return peer_access(self, arg, 0); }
 
@@ -383,10 +397,18 @@ static PyMethodDef device_methods[] = {
     {"enable_peer_access", device_enable_peer_access, METH_O,
      "enable_peer_access(peer, /)\n--\n\n"
      "Let this device address `peer`'s memory directly (enabling it again is\n"
-     "harmless).  GPUError naming both devices where the hardware refuses.\n"
+     "harmless), the memory of `peer`'s stream-ordered pool (PyGPU's arrays)\n"
+     "included.  GPUError naming both devices where the hardware refuses.\n"
      "Copies between devices enable it themselves when they can."},
     {"disable_peer_access", device_disable_peer_access, METH_O,
-     "disable_peer_access(peer, /)\n--\n\nUndo enable_peer_access(peer)."},
+     "disable_peer_access(peer, /)\n--\n\n"
+     "Undo enable_peer_access(peer), once the work queued on this device is done."},
+    {"peer_route", device_peer_route, METH_O,
+     "peer_route(src, /)\n--\n\n"
+     "How copies from device `src` into this one go: ('peer', why), straight\n"
+     "over the link, or ('staged', why), through pinned host memory.  Asks as\n"
+     "the first copy between them would: enables peer access and the access\n"
+     "of both devices' memory pools, and checks once that a copy lands."},
     {"__enter__", device_enter, METH_NOARGS, NULL},
     {"__exit__", device_exit, METH_VARARGS, NULL},
     {0},

@@ -2,17 +2,32 @@
  * peer.c -- peer access between devices: which pairs have it enabled or
  * were refused it (remembered per process, so that a copy between devices
  * knows at once whether to go peer to peer), and turning it on and off.
- * Pure C; copy.c asks pygpu_peer_usable, Device.enable_peer_access and
- * disable_peer_access (device.c) turn it on and off.
+ *
+ * "On" means two grants, given and taken back together: the runtime's peer
+ * access (for memory from cudaMalloc) and the access of the peer's
+ * stream-ordered pool (where PyGPU's arrays live; peer access does not
+ * reach it, and without it the runtime stages every copy through host
+ * memory).  The first time a pair is used for a copy, a small copy between
+ * the two pools checks that peer copies land; where one writes nothing
+ * (seen with a 2026 driver) the pair's pool grants are taken back and its
+ * copies are staged through pinned host buffers, and the copy door warns
+ * once (pygpu_peer_lossy_pair).  Pure C; the copy planner asks
+ * pygpu_peer_usable, Device.enable_peer_access and disable_peer_access
+ * (device.c) turn it on and off.
  */
-#include "pygpu.h"
+#include "peer.h"
 #include "transfer/settings.h"
 
 #include <pthread.h>
+#include <string.h>
 
 #define PEER_DEVICES 64
 static pthread_mutex_t peer_mu = PTHREAD_MUTEX_INITIALIZER;
-static signed char peer_state[PEER_DEVICES][PEER_DEVICES];    /* 1 enabled, -1 refused, 0 not asked */
+/* [dev][peer]: 1 dev reaches peer's memory and pool, -1 refused, 0 not asked. */
+static signed char peer_state[PEER_DEVICES][PEER_DEVICES];
+/* [dst][src]: 1 a peer copy src -> dst was seen to land, -1 it wrote nothing, 0 not checked. */
+static signed char pair_lands[PEER_DEVICES][PEER_DEVICES];
+static int lossy_dst = -1, lossy_src = -1;      /* a lossy pair not yet warned of */
 
 static int peer_in_range(int dev, int peer)
 {
@@ -34,20 +49,32 @@ static pygpu_status on_dev(int dev, pygpu_status (*fn)(int), int peer)
     return s;
 }
 
-pygpu_status pygpu_peer_enable(int dev, int peer)
+static pygpu_status synchronize_current(int unused)
+{
+    (void)unused;
+    return pygpu_rt_device_synchronize();
+}
+
+/* pygpu_peer_enable with peer_mu held. */
+static pygpu_status enable_locked(int dev, int peer)
 {
     int can = 0;
-    pygpu_status s;
-    pthread_mutex_lock(&peer_mu);
-    if (peer_in_range(dev, peer) && peer_state[dev][peer] == 1) {
-        pthread_mutex_unlock(&peer_mu);
+    if (peer_in_range(dev, peer) && peer_state[dev][peer] == 1)
         return 0;
-    }
-    s = pygpu_rt_can_access_peer(dev, peer, &can);
+    pygpu_status s = pygpu_rt_can_access_peer(dev, peer, &can);
     if (s == 0)
         s = can ? on_dev(dev, pygpu_rt_enable_peer_access, peer) : PYGPU_RT_PEER_UNSUPPORTED;
+    if (s == 0 && (s = pygpu_rt_mempool_grant(peer, dev, 1)) != 0)
+        (void)on_dev(dev, pygpu_rt_disable_peer_access, peer);      /* never half granted */
     if (peer_in_range(dev, peer) && (s == 0 || !can))
         peer_state[dev][peer] = s == 0 ? 1 : -1;
+    return s;
+}
+
+pygpu_status pygpu_peer_enable(int dev, int peer)
+{
+    pthread_mutex_lock(&peer_mu);
+    pygpu_status s = enable_locked(dev, peer);
     pthread_mutex_unlock(&peer_mu);
     return s;
 }
@@ -55,32 +82,138 @@ pygpu_status pygpu_peer_enable(int dev, int peer)
 pygpu_status pygpu_peer_disable(int dev, int peer)
 {
     pthread_mutex_lock(&peer_mu);
-    pygpu_status s = on_dev(dev, pygpu_rt_disable_peer_access, peer);
+    /* What is queued on `dev` may be reading `peer`'s pool: done first. */
+    pygpu_status s = on_dev(dev, synchronize_current, 0);
+    if (s == 0)
+        s = pygpu_rt_mempool_grant(peer, dev, 0);
+    if (s == 0)
+        s = on_dev(dev, pygpu_rt_disable_peer_access, peer);
     if (s == 0 && peer_in_range(dev, peer))
         peer_state[dev][peer] = 0;
     pthread_mutex_unlock(&peer_mu);
     return s;
 }
 
-int pygpu_peer_usable(int dst, int src)
+/* Free `p` (from malloc_async on the legacy stream if `pooled`) on `dev`. */
+static pygpu_status free_on(int dev, void *p, int pooled)
+{
+    pygpu_status s = pygpu_rt_set_device(dev);
+    if (s == 0 && p)
+        s = pooled ? pygpu_rt_free_async(p, PYGPU_STREAM_NULL) : pygpu_rt_free(p);
+    return s;
+}
+
+/* *lands = 1 if a small copy from a block of `src`'s pool to one of
+ * `dst`'s, by the runtime's peer copy, arrives whole.  The current device
+ * is kept. */
+static pygpu_status copy_lands(int dst, int src, int *lands)
+{
+    enum { N = 256 };
+    unsigned char sent[N], back[N];
+    void *a = NULL, *b = NULL;
+    int prev = -1, pa = 0, pb = 0;
+    for (int i = 0; i < N; i++)
+        sent[i] = (unsigned char)(i * 7 + 1);
+    memset(back, 0, N);
+    *lands = 0;
+    pygpu_status s = pygpu_rt_get_device(&prev);
+    if (s == 0 && (s = pygpu_rt_set_device(src)) == 0 &&
+        (s = pygpu_rt_malloc_async(&a, N, PYGPU_STREAM_NULL, &pa)) == 0 &&
+        (s = pygpu_rt_memcpy(a, sent, N, PYGPU_COPY_H2D)) == 0)
+        s = pygpu_rt_device_synchronize();
+    if (s == 0 && (s = pygpu_rt_set_device(dst)) == 0 &&
+        (s = pygpu_rt_malloc_async(&b, N, PYGPU_STREAM_NULL, &pb)) == 0 &&
+        (s = pygpu_rt_memset_async(b, 0, N, PYGPU_STREAM_NULL)) == 0 &&
+        (s = pygpu_rt_memcpy_peer_async(b, dst, a, src, N, PYGPU_STREAM_NULL)) == 0 &&
+        (s = pygpu_rt_memcpy(back, b, N, PYGPU_COPY_D2H)) == 0)
+        *lands = memcmp(back, sent, N) == 0;
+    pygpu_status f = free_on(dst, b, pb);
+    pygpu_status g = free_on(src, a, pa);
+    if (s == 0)
+        s = f ? f : g;
+    if (prev >= 0 && pygpu_rt_set_device(prev) != 0 && s == 0)
+        s = pygpu_rt_get_last_error();
+    return s;
+}
+
+/* With peer_mu held and both ways enabled: 1 if copies src -> dst land
+ * (checked the first time), else 0, with the pools' grants taken back. */
+static int lands_locked(int dst, int src)
+{
+    int lands = 0;
+    if (pair_lands[dst][src])
+        return pair_lands[dst][src] == 1;
+    if (copy_lands(dst, src, &lands) != 0) {
+        (void)pygpu_rt_get_last_error();
+        return 0;                   /* not known: staged this time, checked again next */
+    }
+    pair_lands[dst][src] = lands ? 1 : -1;
+    if (!lands) {
+        /* The runtime's own peer copies of pool memory then stage through
+         * the host (slow but whole), for raw-pointer callers too. */
+        (void)pygpu_rt_mempool_grant(src, dst, 0);
+        (void)pygpu_rt_mempool_grant(dst, src, 0);
+        (void)pygpu_rt_get_last_error();
+        peer_state[dst][src] = peer_state[src][dst] = 0;
+        pair_lands[src][dst] = -1;      /* (both grants are gone: both ways are staged) */
+        lossy_dst = dst;
+        lossy_src = src;
+    }
+    return lands;
+}
+
+int pygpu_peer_route(int dst, int src, const char **why)
 {
     pygpu_transfer_config cfg;
+    const char *unused;
+    why = why ? why : &unused;
     pygpu_transfer_config_get(&cfg);
-    if (!cfg.peer)
+    if (!cfg.peer) {
+        *why = "peer copies are turned off (transfer_config(peer=False))";
         return 0;
-    int there = 0, back = 0;        /* 1 enabled, -1 refused, 0 not asked */
+    }
+    if (dst == src || !peer_in_range(dst, src)) {
+        *why = dst == src ? "one device" : "a device past the 64 that peer access is kept for";
+        return 0;
+    }
+    int usable = 0;
     pthread_mutex_lock(&peer_mu);
-    if (peer_in_range(dst, src)) {
-        there = peer_state[dst][src];
-        back = peer_state[src][dst];
+    int there = peer_state[dst][src], back = peer_state[src][dst];   /* 1 on, -1 refused, 0 not asked */
+    if (pair_lands[dst][src] == -1) {
+        *why = "a check copy between the two devices' pools wrote nothing (a driver fault): staged";
+    } else if (there == -1 || back == -1) {
+        *why = "the runtime refuses peer access between the two devices";
+    } else if ((there == 1 || enable_locked(dst, src) == 0) && (back == 1 || enable_locked(src, dst) == 0)) {
+        usable = lands_locked(dst, src);
+        *why = usable ? "peer access and both pools' access granted, a check copy landed"
+                      : pair_lands[dst][src] == -1 ? "a check copy between the two devices' pools wrote nothing "
+                                                     "(a driver fault): staged"
+                                                   : "the check copy between the two devices failed";
+    } else {
+        (void)pygpu_rt_get_last_error();
+        *why = peer_state[dst][src] == -1 || peer_state[src][dst] == -1
+                   ? "the runtime refuses peer access between the two devices"
+                   : "peer access could not be enabled";
     }
     pthread_mutex_unlock(&peer_mu);
-    if (there == 1 && back == 1)
-        return 1;
-    if (there == -1 || back == -1)  /* refused once: not asked again on every copy */
-        return 0;
-    if (pygpu_peer_enable(dst, src) == 0 && pygpu_peer_enable(src, dst) == 0)
-        return 1;
-    (void)pygpu_rt_get_last_error();
-    return 0;
+    return usable;
+}
+
+int pygpu_peer_usable(int dst, int src)
+{
+    return pygpu_peer_route(dst, src, NULL);
+}
+
+int pygpu_peer_lossy_pair(int *dst, int *src)
+{
+    int found = 0;
+    pthread_mutex_lock(&peer_mu);
+    if (lossy_dst >= 0) {
+        *dst = lossy_dst;
+        *src = lossy_src;
+        lossy_dst = lossy_src = -1;
+        found = 1;
+    }
+    pthread_mutex_unlock(&peer_mu);
+    return found;
 }

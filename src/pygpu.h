@@ -220,14 +220,7 @@ extern PyMethodDef pygpu_stream_methods[];
 
 /* ---- peer.c ---------------------------------------------------------- */
 
-/* 1 if copies from device `src` to `dst` go peer to peer (the setting
- * allows it and so does the hardware, both ways), enabling peer access the
- * first time; 0 if they are staged through the host.  No Python calls. */
-int pygpu_peer_usable(int dst, int src);
-/* Let device `dev` address `peer`'s memory (remembered, so that later
- * copies know); the runtime's status.  The current device is kept. */
-pygpu_status pygpu_peer_enable(int dev, int peer);
-pygpu_status pygpu_peer_disable(int dev, int peer);
+#include "peer.h"
 
 /* ---- stream.c ---------------------------------------------------------- */
 

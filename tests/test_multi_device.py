@@ -7,7 +7,10 @@ PYGPU_HOST_DEVICES=2), so the module runs in the test process, peer to peer;
 test_host_emulation at the bottom runs it again in a fresh interpreter with
 the devices refusing peer access (PYGPU_HOST_PEER=0), so that both paths
 between devices run in CI (and with peer access too where the process has
-fewer than two devices, PYGPU_HOST_DEVICES=1 set by hand).
+fewer than two devices, PYGPU_HOST_DEVICES=1 set by hand), and once more
+with peer access granted but peer copies into pool memory landing nothing
+(PYGPU_HOST_PEER=2, as a 2026 driver did), so that the first copy's check
+sends every copy of the pair the staged way.
 """
 import os
 import subprocess
@@ -322,6 +325,105 @@ def test_peer_access_api():
         pygpu.Device(0).can_access_peer("1")
 
 
+HOST_PEER = os.environ.get("PYGPU_HOST_PEER", "1").strip()
+
+
+@two
+def test_peer_route_says_how_copies_go():
+    route, why = pygpu.Device(1).peer_route(0)
+    assert route in ("peer", "staged") and why
+    assert pygpu.Device(0).peer_route(1)[0] == route        # both ways alike
+    if pygpu.backend == "host":
+        assert route == {"1": "peer", "0": "staged", "2": "staged"}[HOST_PEER], why
+        assert {"1": "granted", "0": "refuses", "2": "wrote nothing"}[HOST_PEER] in why, why
+    elif pygpu.can_access_peer(1, 0) and pygpu.can_access_peer(0, 1):
+        assert route == "peer", why         # (else the driver lost the check copy: the machine needs fixing)
+    old = pygpu.transfer_config()["peer"]
+    pygpu.transfer_config(peer=False)
+    try:
+        assert pygpu.Device(1).peer_route(0) == ("staged", "peer copies are turned off (transfer_config(peer=False))")
+    finally:
+        pygpu.transfer_config(peer=old)
+    with pytest.raises(ValueError, match="out of range"):
+        pygpu.Device(0).peer_route(NDEV)
+    with pytest.raises(TypeError, match="peer must be a pygpu.Device or an int"):
+        pygpu.Device(0).peer_route("0")
+
+
+def cudart_pool_access():
+    """granted(owner, peer): whether device `peer` may read and write
+    `owner`'s default pool, asked of the CUDA runtime itself (ctypes), not
+    of PyGPU; None where no shared libcudart is found."""
+    import ctypes
+    import ctypes.util
+    names = [ctypes.util.find_library("cudart"), "libcudart.so",
+             os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "lib64", "libcudart.so")]
+    for name in filter(None, names):
+        try:
+            rt = ctypes.CDLL(name)
+            break
+        except OSError:
+            continue
+    else:
+        return None
+
+    def granted(owner, peer):
+        pool, flags = ctypes.c_void_p(), ctypes.c_int(-1)
+        where = (ctypes.c_int * 2)(1, peer)         # struct cudaMemLocation {cudaMemLocationTypeDevice, id}
+        assert rt.cudaDeviceGetDefaultMemPool(ctypes.byref(pool), owner) == 0
+        assert rt.cudaMemPoolGetAccess(ctypes.byref(flags), pool, where) == 0
+        return flags.value == 3                     # cudaMemAccessFlagsProtReadWrite
+    return granted
+
+
+@two
+@pytest.mark.gpu_only
+def test_peer_access_grants_the_pools_too():
+    """Arrays live in the stream-ordered pools, which peer access does not
+    reach: with it on, each pool grants the other device access (else the
+    runtime stages every copy through the host), and disabling takes the
+    grant back."""
+    if pygpu.backend != "cuda":
+        pytest.skip("the check asks the CUDA runtime")
+    granted = cudart_pool_access()
+    if granted is None:
+        pytest.skip("no shared libcudart to ask")
+    if pygpu.Device(1).peer_route(0)[0] != "peer":
+        pytest.skip("these devices do not peer: " + pygpu.Device(1).peer_route(0)[1])
+    assert granted(0, 1) and granted(1, 0)
+    pygpu.Device(1).disable_peer_access(0)
+    assert not granted(0, 1) and granted(1, 0)
+    h = np.arange(1 << 20, dtype=np.int64)
+    b = on(0, h).copy(device=1)                     # the next copy grants it again
+    np.testing.assert_array_equal(b.get(), h)
+    assert granted(0, 1) and pygpu.Device(1).peer_route(0)[0] == "peer"
+
+
+@two
+def test_disable_peer_access_with_work_queued(rng):
+    """Work queued on a device when its peer access is taken away finishes
+    whole first; the next copy between the two enables it again."""
+    h = rng.standard_normal(1 << 20)
+    a = on(0, h)
+    with pygpu.Device(1):
+        s = pygpu.Stream()
+        outs = [pygpu.empty_like(a) for _ in range(4)]
+        for o in outs:
+            o.set_async(h, stream=s)
+    if pygpu.can_access_peer(1, 0):
+        pygpu.Device(1).disable_peer_access(0)
+        pygpu.Device(0).disable_peer_access(1)
+    else:
+        with pytest.raises(pygpu.GPUError, match=r"device 1 to peer 0"):
+            pygpu.Device(1).disable_peer_access(0)
+    for o in outs:
+        np.testing.assert_array_equal(o.get(), h)
+    b = a.copy(device=1)
+    np.testing.assert_array_equal(b.get(), h)
+    route = pygpu.Device(1).peer_route(0)[0]
+    assert route == ("peer" if pygpu.can_access_peer(1, 0) and HOST_PEER == "1" else "staged")
+
+
 @two
 def test_bad_devices_are_named():
     a = pygpu.zeros(3)
@@ -381,13 +483,15 @@ def test_torch_and_cupy_tensors_on_device_1():
 # ---- the host backend runs this module with two emulated devices ------------------------
 
 @pytest.mark.skipif(pygpu.backend != "host", reason="PYGPU_HOST_DEVICES presents devices on the host backend only")
-@pytest.mark.parametrize("peer", ["1", "0"])
+@pytest.mark.parametrize("peer", ["1", "0", "2"])
 def test_host_emulation(peer):
     if NDEV >= 2 and os.environ.get("PYGPU_HOST_PEER", "1").strip() == peer:
         pytest.skip("this process runs the module with two host devices, "
-                    + ("peer to peer" if peer == "1" else "peer access refused"))
+                    + {"1": "peer to peer", "0": "peer access refused", "2": "peer copies lost"}[peer])
     if NDEV >= 2 and peer == "1":
         pytest.skip("the process that started this one runs the module peer to peer")
+    if HOST_PEER != "1":
+        pytest.skip("the process that started this one runs the module each way")
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", os.path.abspath(__file__)],
         env=clean_env(PYGPU_BACKEND="host", PYGPU_HOST_DEVICES=2, PYGPU_HOST_PEER=peer),

@@ -157,6 +157,15 @@ pygpu_status pygpu_rt_pointer_device(const void *p, int *dev);
 pygpu_status pygpu_rt_can_access_peer(int dev, int peer, int *can);
 pygpu_status pygpu_rt_enable_peer_access(int peer);
 pygpu_status pygpu_rt_disable_peer_access(int peer);
+/* Let device `peer` read and write the memory of device `owner`'s
+ * stream-ordered pool (on = 1), or take that back (on = 0).  Peer access
+ * does not reach pool memory: without this grant the runtime stages every
+ * copy between the two pools through host memory.  Success where `owner`
+ * has no pool (nothing to grant). */
+pygpu_status pygpu_rt_mempool_grant(int owner, int peer, int on);
+/* *on = 1 if device `peer` may read and write `owner`'s pool (0 also
+ * where `owner` has no pool). */
+pygpu_status pygpu_rt_mempool_access(int owner, int peer, int *on);
 /* `n` bytes from `src` on device `sdev` to `dst` on device `ddev`, ordered
  * on `s` (direct when peer access is enabled, else the runtime stages it). */
 pygpu_status pygpu_rt_memcpy_peer_async(void *dst, int ddev, const void *src, int sdev, size_t n,

@@ -578,6 +578,56 @@ pygpu_status pygpu_rt_disable_peer_access(int peer)
     return e;
 }
 
+pygpu_status pygpu_rt_mempool_grant(int owner, int peer, int on)
+{
+    rt_mempool pool;
+    rt_error e = RT(DeviceGetDefaultMemPool)(&pool, owner);
+    if (e == RT(ErrorNotSupported)) {
+        RT(GetLastError)();
+        return RT(Success);         /* no pool: its memory is ordinary device memory */
+    }
+    if (e != RT(Success))
+        return e;
+#if defined(PYGPU_BACKEND_CUDA)
+    struct cudaMemAccessDesc d = {0};
+    d.location.type = cudaMemLocationTypeDevice;
+    d.location.id = peer;
+    d.flags = on ? cudaMemAccessFlagsProtReadWrite : cudaMemAccessFlagsProtNone;
+#else
+    hipMemAccessDesc d = {0};
+    d.location.type = hipMemLocationTypeDevice;
+    d.location.id = peer;
+    d.flags = on ? hipMemAccessFlagsProtReadWrite : hipMemAccessFlagsProtNone;
+#endif
+    return RT(MemPoolSetAccess)(pool, &d, 1);
+}
+
+pygpu_status pygpu_rt_mempool_access(int owner, int peer, int *on)
+{
+    rt_mempool pool;
+    *on = 0;
+    rt_error e = RT(DeviceGetDefaultMemPool)(&pool, owner);
+    if (e == RT(ErrorNotSupported)) {
+        RT(GetLastError)();
+        return RT(Success);
+    }
+    if (e != RT(Success))
+        return e;
+#if defined(PYGPU_BACKEND_CUDA)
+    struct cudaMemLocation where = {0};
+    enum cudaMemAccessFlags flags = cudaMemAccessFlagsProtNone;
+    where.type = cudaMemLocationTypeDevice;
+#else
+    hipMemLocation where = {0};
+    hipMemAccessFlags flags = hipMemAccessFlagsProtNone;
+    where.type = hipMemLocationTypeDevice;
+#endif
+    where.id = peer;
+    e = RT(MemPoolGetAccess)(&flags, pool, &where);
+    *on = e == RT(Success) && flags == RT(MemAccessFlagsProtReadWrite);
+    return e;
+}
+
 pygpu_status pygpu_rt_memcpy_peer_async(void *dst, int ddev, const void *src, int sdev, size_t n,
                                         pygpu_stream_t s)
 {

@@ -11,7 +11,10 @@
  * and PYGPU_HOST_MEMORY (bytes of "device memory", suffixes K/M/G/T; default
  * the machine's physical memory; allocations past it fail as out of memory)
  * and PYGPU_HOST_PEER (0: the devices refuse peer access to each other, so
- * that the staged path between devices runs; default 1) and PYGPU_HOST_POOL
+ * that the staged path between devices runs; 2: they grant it, but a peer
+ * copy into pool memory granted to the source device writes nothing, as a
+ * 2026 driver did, so that the check of a new pair is tested; default 1)
+ * and PYGPU_HOST_POOL
  * (bytes the pool of freed large blocks may hold; see "memory" below) and
  * PYGPU_HOST_WAIT_VALUE (0: streams have no wait on a counter, nor write of
  * one, so that background uploads are gated by host functions and no
@@ -112,7 +115,7 @@ pygpu_status pygpu_rt_peek_last_error(void) { return last_error; }
 
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 static int n_devices = 1;
-static int peer_ok = 1;
+static int peer_ok = 1;                 /* 0 refused, 1 granted, 2 granted but lossy */
 static int wait_value_ok = 1;
 /* PYGPU_HOST_FAIL_COPY=B:K: the K-th stream-ordered copy of exactly B
  * bytes fails (K = 0 or none: every one), so that tests can fail a
@@ -155,7 +158,7 @@ static void read_config(void)
         memory_limit = parse_bytes(s);
     s = getenv("PYGPU_HOST_PEER");
     if (s)
-        peer_ok = atoi(s) != 0;
+        peer_ok = atoi(s) == 2 ? 2 : atoi(s) != 0;
     s = getenv("PYGPU_HOST_WAIT_VALUE");
     if (s)
         wait_value_ok = atoi(s) != 0;
@@ -689,11 +692,37 @@ pygpu_status pygpu_rt_enable_peer_access(int peer)
 
 pygpu_status pygpu_rt_disable_peer_access(int peer) { return pygpu_rt_enable_peer_access(peer); }
 
+/* Which device pools grant which devices access: [owner][peer]. */
+static atomic_uchar pool_granted[64][64];
+
+pygpu_status pygpu_rt_mempool_grant(int owner, int peer, int on)
+{
+    config();
+    if (owner < 0 || owner >= n_devices || peer < 0 || peer >= n_devices)
+        return fail(H_INVALID_DEVICE);
+    if (owner == peer)
+        return fail(H_INVALID_VALUE);   /* as the runtimes: a pool's own device always has access */
+    atomic_store(&pool_granted[owner][peer], (unsigned char)(on != 0));
+    return H_SUCCESS;
+}
+
+pygpu_status pygpu_rt_mempool_access(int owner, int peer, int *on)
+{
+    config();
+    *on = 0;
+    if (owner < 0 || owner >= n_devices || peer < 0 || peer >= n_devices)
+        return fail(H_INVALID_DEVICE);
+    *on = owner == peer || atomic_load(&pool_granted[owner][peer]);
+    return H_SUCCESS;
+}
+
 pygpu_status pygpu_rt_memcpy_peer_async(void *dst, int ddev, const void *src, int sdev, size_t n,
                                         pygpu_stream_t s)
 {
     config();
     if (ddev < 0 || ddev >= n_devices || sdev < 0 || sdev >= n_devices)
         return fail(H_INVALID_DEVICE);
+    if (peer_ok == 2 && ddev != sdev && atomic_load(&pool_granted[ddev][sdev]))
+        return H_SUCCESS;               /* the lossy driver: nothing lands */
     return pygpu_rt_memcpy_async(dst, src, n, PYGPU_COPY_D2D, s);
 }
