@@ -111,9 +111,8 @@ int pygpu_foreign_layout(int nd, const ptrdiff_t *shape, const ptrdiff_t *stride
 
 /* The typestr ('<f4', '|b1') and descr item (('', typestr)) of `d`, from
  * the interop cache; borrowed. */
-static PyObject *cached_by_type(pygpu_state *st, int table, PyArray_Descr *d)
+static PyObject *cached_by_type(PyObject *t, PyArray_Descr *d)
 {
-    PyObject *t = pygpu_interop_get(st, table);
     int n = d->type_num;
     return n >= 0 && n < PyTuple_GET_SIZE(t) ? PyTuple_GET_ITEM(t, n) : Py_None;
 }
@@ -142,8 +141,8 @@ PyObject *pygpu_array_cai(PyObject *self, void *closure)
     pygpu_state *st = pygpu_state_of(self);
     if (!st || pygpu_memory_usable(a->mem) < 0 || pygpu_fork_check(st) < 0)
         return NULL;
-    PyObject *typestr = cached_by_type(st, PYGPU_IX_TYPESTRS, a->descr);
-    PyObject *item = cached_by_type(st, PYGPU_IX_DESCR_ITEMS, a->descr);
+    PyObject *typestr = cached_by_type(st->names.typestrs, a->descr);
+    PyObject *item = cached_by_type(st->names.descr_items, a->descr);
     if (typestr == Py_None) {
         PyErr_Format(PyExc_AttributeError, "dtype %R has no __cuda_array_interface__ typestr", (PyObject *)a->descr);
         return NULL;
@@ -151,23 +150,23 @@ PyObject *pygpu_array_cai(PyObject *self, void *closure)
     int empty = 0;
     for (int i = 0; i < a->nd; i++)
         empty |= GA_SHAPE(a)[i] == 0;
-    PyObject *d = PyDict_Copy(pygpu_interop_get(st, PYGPU_IX_CAI_TEMPLATE));
+    PyObject *d = PyDict_Copy(st->names.cai_template);
     if (!d)
         return NULL;
     /* (the protocol asks for address 0 for empty arrays) */
-    PyObject *data = PyTuple_Pack(2, empty ? pygpu_interop_get(st, PYGPU_IX_ZERO) : a->ptr_int,
+    PyObject *data = PyTuple_Pack(2, empty ? st->names.zero : a->ptr_int,
                                   (a->flags & PYGPU_WRITEABLE) ? Py_False : Py_True);
     PyObject *descr = PyList_New(1);
     if (descr)
         PyList_SET_ITEM(descr, 0, Py_NewRef(item));
-    if (PyDict_SetItem(d, pygpu_interop_get(st, PYGPU_IX_SHAPE), a->shape_tuple) < 0 ||
-        PyDict_SetItem(d, pygpu_interop_get(st, PYGPU_IX_TYPESTR), typestr) < 0 ||
-        put(d, pygpu_interop_get(st, PYGPU_IX_DATA), data) < 0 ||
-        PyDict_SetItem(d, pygpu_interop_get(st, PYGPU_IX_VERSION), pygpu_interop_get(st, PYGPU_IX_THREE)) < 0 ||
-        put(d, pygpu_interop_get(st, PYGPU_IX_STRIDES),
+    if (PyDict_SetItem(d, st->names.shape, a->shape_tuple) < 0 ||
+        PyDict_SetItem(d, st->names.typestr, typestr) < 0 ||
+        put(d, st->names.data, data) < 0 ||
+        PyDict_SetItem(d, st->names.version, st->names.three) < 0 ||
+        put(d, st->names.strides,
             (a->flags & PYGPU_C_CONTIGUOUS) ? Py_NewRef(Py_None) : pygpu_tuple_of(GA_STRIDES(a), a->nd)) < 0 ||
-        put(d, pygpu_interop_get(st, PYGPU_IX_DESCR), descr) < 0 ||
-        put(d, pygpu_interop_get(st, PYGPU_IX_STREAM), stream_entry(pygpu_array_root(a)->last_stream)) < 0) {
+        put(d, st->names.descr, descr) < 0 ||
+        put(d, st->names.stream, stream_entry(pygpu_array_root(a)->last_stream)) < 0) {
         Py_DECREF(d);
         return NULL;
     }
@@ -177,9 +176,9 @@ PyObject *pygpu_array_cai(PyObject *self, void *closure)
 /* ---- import ---------------------------------------------------------------- */
 
 /* iface[key] (borrowed), or NULL: with ValueError when `required`. */
-static PyObject *entry(pygpu_state *st, PyObject *iface, int key, int required)
+static PyObject *entry(PyObject *iface, PyObject *name, int required)
 {
-    PyObject *name = pygpu_interop_get(st, key), *v = PyDict_GetItemWithError(iface, name);
+    PyObject *v = PyDict_GetItemWithError(iface, name);
     if (!v && !PyErr_Occurred() && required)
         PyErr_Format(PyExc_ValueError, "__cuda_array_interface__ has no %R entry", name);
     return v;
@@ -266,23 +265,23 @@ static int parse_iface(pygpu_state *st, PyObject *iface, cai_layout *l, PyArray_
         PyErr_Format(PyExc_TypeError, "__cuda_array_interface__ must be a dict, not %.100s", Py_TYPE(iface)->tp_name);
         return -1;
     }
-    if (!(v = entry(st, iface, PYGPU_IX_VERSION, 1)))
+    if (!(v = entry(iface, st->names.version, 1)))
         return -1;
     if (!PyLong_Check(v) || PyBool_Check(v)) {
         PyErr_SetString(PyExc_TypeError, "__cuda_array_interface__ version must be an int");
         return -1;
     }
-    if (!(v = entry(st, iface, PYGPU_IX_SHAPE, 1)) || pygpu_shape_arg(v, &l->nd, l->shape) < 0)
+    if (!(v = entry(iface, st->names.shape, 1)) || pygpu_shape_arg(v, &l->nd, l->shape) < 0)
         return -1;
-    if (!(v = entry(st, iface, PYGPU_IX_DATA, 1)) || data_entry(v, &l->ptr, &l->readonly) < 0)
+    if (!(v = entry(iface, st->names.data, 1)) || data_entry(v, &l->ptr, &l->readonly) < 0)
         return -1;
-    if ((v = entry(st, iface, PYGPU_IX_MASK, 0)) != NULL && v != Py_None) {
+    if ((v = entry(iface, st->names.mask, 0)) != NULL && v != Py_None) {
         PyErr_SetString(PyExc_BufferError, "__cuda_array_interface__ with a mask: masked arrays are not supported");
         return -1;
     }
-    if (PyErr_Occurred() || stream_entry_arg(entry(st, iface, PYGPU_IX_STREAM, 0), &l->stream, &l->has_stream) < 0)
+    if (PyErr_Occurred() || stream_entry_arg(entry(iface, st->names.stream, 0), &l->stream, &l->has_stream) < 0)
         return -1;
-    v = entry(st, iface, PYGPU_IX_STRIDES, 0);
+    v = entry(iface, st->names.strides, 0);
     l->has_strides = v && v != Py_None;
     if (PyErr_Occurred())
         return -1;
@@ -296,7 +295,7 @@ static int parse_iface(pygpu_state *st, PyObject *iface, cai_layout *l, PyArray_
             return -1;
         }
     }
-    if (!(v = entry(st, iface, PYGPU_IX_TYPESTR, 1)) || !(*descr = typestr_descr(v)))
+    if (!(v = entry(iface, st->names.typestr, 1)) || !(*descr = typestr_descr(v)))
         return -1;
     ptrdiff_t itemsize = (ptrdiff_t)PyDataType_ELSIZE(*descr), size;
     if (!l->has_strides && pygpu_shape_strides(l->nd, l->shape, itemsize, 0, l->strides) < 0) {

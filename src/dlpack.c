@@ -20,7 +20,6 @@ _Static_assert(sizeof(int64_t) == sizeof(ptrdiff_t), "DLPack's int64 dims and pt
 
 #define OWN_TYPE PYGPU_DL_OWN_TYPE
 #define HOST_BACKEND PYGPU_DL_HOST_BACKEND
-#define CACHED(st, ix) PYGPU_CACHED(st, ix)
 
 /* ---- small helpers ----------------------------------------------------------- */
 
@@ -454,7 +453,7 @@ static PyObject *array_of(pygpu_state *st, dl_layout *l, PyObject *owner, int co
  * when x has no such method). */
 int pygpu_dl_query_device(pygpu_state *st, PyObject *x, long *dev)
 {
-    PyObject *name = CACHED(st, DLPACK_DEVICE_ATTR), *buf[2] = {NULL, x};
+    PyObject *name = st->names.dlpack_device_attr, *buf[2] = {NULL, x};
     PyObject *r = PyObject_VectorcallMethod(name, buf + 1, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     if (!r) {
         if (!PyErr_ExceptionMatches(PyExc_AttributeError))
@@ -504,9 +503,9 @@ static PyObject *consumer_stream_value(pygpu_state *st)
  * so, and remembered.  New reference. */
 static PyObject *call_dlpack(pygpu_state *st, PyObject *x, PyObject *stream, PyObject *dl_device, int copy)
 {
-    PyObject *name = CACHED(st, DLPACK_ATTR), *old = CACHED(st, OLD_PRODUCERS), *r, *kw;
+    PyObject *name = st->names.dlpack_attr, *old = st->names.old_producers, *r, *kw;
     PyObject *copy_obj = copy < 0 ? Py_None : copy ? Py_True : Py_False;
-    PyObject *buf[6] = {NULL, x, stream, CACHED(st, MAX_VERSION), NULL, NULL};
+    PyObject *buf[6] = {NULL, x, stream, st->names.max_version, NULL, NULL};
     size_t nargsf = 1 | PY_VECTORCALL_ARGUMENTS_OFFSET;
     int is_old = PySet_Contains(old, (PyObject *)Py_TYPE(x));
     if (is_old < 0)
@@ -515,24 +514,24 @@ static PyObject *call_dlpack(pygpu_state *st, PyObject *x, PyObject *stream, PyO
         if (dl_device)
             return PyErr_Format(PyExc_BufferError, "%.100s.__dlpack__ predates DLPack 1.0: it cannot export to "
                                 "another device", Py_TYPE(x)->tp_name);
-        return PyObject_VectorcallMethod(name, buf + 1, nargsf, CACHED(st, KW_S));
+        return PyObject_VectorcallMethod(name, buf + 1, nargsf, st->names.kw_s);
     }
     if (dl_device) {
         buf[4] = dl_device;
         buf[5] = copy_obj;
-        kw = CACHED(st, KW_SVDC);
+        kw = st->names.kw_svdc;
     } else if (copy >= 0) {
         buf[4] = copy_obj;
-        kw = CACHED(st, KW_SVC);
+        kw = st->names.kw_svc;
     } else {
-        kw = CACHED(st, KW_SV);
+        kw = st->names.kw_sv;
     }
     r = PyObject_VectorcallMethod(name, buf + 1, nargsf, kw);
     if (r || dl_device || !PyErr_ExceptionMatches(PyExc_TypeError))
         return r;
     PyObject *t, *v, *tb;
     PyErr_Fetch(&t, &v, &tb);
-    r = PyObject_VectorcallMethod(name, buf + 1, nargsf, CACHED(st, KW_S));
+    r = PyObject_VectorcallMethod(name, buf + 1, nargsf, st->names.kw_s);
     if (!r) {                       /* not the keywords, then: report the first error */
         PyErr_Clear();
         PyErr_Restore(t, v, tb);
@@ -583,7 +582,7 @@ static PyObject *request_capsule(pygpu_state *st, PyObject *x, const long *dev, 
                               "a copy", pygpu_dl_device_name(dev[0]), pygpu_rt_vendor());
     if (pygpu_dl_is_host_type(dev[0]))
         return call_dlpack(st, x, Py_None, NULL, -1);
-    cap = call_dlpack(st, x, Py_None, CACHED(st, CPU_DEVICE), -1);
+    cap = call_dlpack(st, x, Py_None, st->names.cpu_device, -1);
     if (!cap)
         raise_from(PyExc_BufferError, "from_dlpack(): the data is on %s device %ld, which the %s backend cannot "
                    "reach, and its producer would not copy it to the host", pygpu_dl_device_name(dev[0]), dev[1],

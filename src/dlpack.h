@@ -73,8 +73,6 @@ void pygpu_dl_release(DLManagedTensorVersioned *m);
 #else
 #  define PYGPU_FINALIZING() _Py_IsFinalizing()
 #endif
-/* An interned name or constant of the module's interop cache (interop.c). */
-#define PYGPU_CACHED(st, ix) pygpu_interop_get((st), PYGPU_IX_##ix)
 
 /* 1 if device type `t` is host memory. */
 static inline int pygpu_dl_is_host_type(long t) { return t == kDLCPU || t == kDLCUDAHost || t == kDLROCMHost; }

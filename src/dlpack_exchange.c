@@ -194,7 +194,7 @@ const void *pygpu_exchange_api_of(pygpu_state *st, PyTypeObject *tp)
     if (e->type == tp && e->tag == tp->tp_version_tag && e->tag != 0)
         return e->api;
     const DLPackExchangeAPI *api = NULL;
-    PyObject *cap = PyObject_GetAttr((PyObject *)tp, pygpu_interop_get(st, PYGPU_IX_EXCHANGE_ATTR));
+    PyObject *cap = PyObject_GetAttr((PyObject *)tp, st->names.exchange_attr);
     if (cap) {
         api = usable_table(cap);
         Py_DECREF(cap);
@@ -353,7 +353,7 @@ int pygpu_exchange_init(PyObject *m, pygpu_state *st)
     PyObject *cap = PyCapsule_New(&exchange_api, PYGPU_DLPACK_EXCHANGE_CAPSULE, NULL);
     if (!cap)
         return -1;
-    int r = PyDict_SetItem(st->Array->tp_dict, pygpu_interop_get(st, PYGPU_IX_EXCHANGE_ATTR), cap);
+    int r = PyDict_SetItem(st->Array->tp_dict, st->names.exchange_attr, cap);
     Py_DECREF(cap);
     if (r < 0)
         return -1;

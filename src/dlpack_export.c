@@ -19,7 +19,6 @@
 
 #define OWN_TYPE PYGPU_DL_OWN_TYPE
 #define HOST_BACKEND PYGPU_DL_HOST_BACKEND
-#define CACHED(st, ix) PYGPU_CACHED(st, ix)
 
 static DLDevice own_device(PyGPUArray *a)
 {
@@ -287,8 +286,8 @@ PyObject *pygpu_dl_device_copy(pygpu_state *st, PyGPUArray *a)
     PyObject *stream = pygpu_dl_last_stream_arg(a), *r = NULL;
     if (stream) {
         PyObject *buf[3] = {NULL, (PyObject *)a, stream};
-        r = PyObject_VectorcallMethod(CACHED(st, COPY_ATTR), buf + 1, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET,
-                                      CACHED(st, KW_S));
+        r = PyObject_VectorcallMethod(st->names.copy_attr, buf + 1, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                      st->names.kw_s);
         Py_DECREF(stream);
     }
     return r;

@@ -6,7 +6,6 @@
  * The same sources build pygpu._cuda, pygpu._hip and pygpu._host; setup.py
  * defines PYGPU_BACKEND_{CUDA,HIP,HOST} and PYGPU_MODULE_NAME.
  */
-#define PYGPU_IMPORT_ARRAY   /* this file imports NumPy's C API for the others */
 #include "pygpu.h"
 
 #include <stdlib.h>
@@ -85,7 +84,9 @@ static int module_exec(PyObject *m)
     const char *cache_env = getenv("PYGPU_BLOCK_CACHE");     /* 0/1: override, for tests */
     if (cache_env && *cache_env)
         st->use_cache = atoi(cache_env) != 0;
-    if (_import_array() < 0)
+    if (pygpu_import_numpy() < 0)
+        return -1;
+    if (pygpu_names_init(st) < 0)
         return -1;
     st->stream_var = PyContextVar_New("pygpu.current_stream", NULL);
     st->device_var = PyContextVar_New("pygpu.device_stack", NULL);
@@ -99,7 +100,7 @@ static int module_exec(PyObject *m)
         add_methods(m, pygpu_device_methods) < 0 || add_methods(m, pygpu_stream_methods) < 0 ||
         add_methods(m, pygpu_memcpy_methods) < 0 || add_methods(m, pygpu_pinned_methods) < 0 ||
         add_methods(m, pygpu_transfer_methods) < 0 ||
-        pygpu_array_init(m, st) < 0 || pygpu_capi_init(m, st) < 0 || pygpu_interop_init(m, st) < 0 ||
+        pygpu_array_init(m, st) < 0 || pygpu_capi_init(m, st) < 0 || pygpu_interop_init(m) < 0 ||
         pygpu_exchange_init(m, st) < 0 ||
         pygpu_lowlevel_init(m, st) < 0)
         return -1;
@@ -124,8 +125,7 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg)
     Py_VISIT(st->devices);
     Py_VISIT(st->null_stream);
     Py_VISIT(st->per_thread_stream);
-    Py_VISIT(st->interop);
-    return 0;
+    return pygpu_names_visit(st, visit, arg);
 }
 
 static int module_clear(PyObject *m)
@@ -135,7 +135,7 @@ static int module_clear(PyObject *m)
     Py_CLEAR(st->devices);
     Py_CLEAR(st->null_stream);
     Py_CLEAR(st->per_thread_stream);
-    Py_CLEAR(st->interop);
+    pygpu_names_clear(st);
     Py_CLEAR(st->stream_var);
     Py_CLEAR(st->device_var);
     Py_CLEAR(st->GPUError);
@@ -158,19 +158,16 @@ static PyModuleDef_Slot module_slots[] = {
     {0, NULL},
 };
 
-PyModuleDef pygpu_module_def = {
-    PyModuleDef_HEAD_INIT,
-    .m_name = "pygpu." PYGPU_STR(PYGPU_MODULE_NAME),
-    .m_doc = "PyGPU's C extension for one backend; use it through the pygpu package.",
-    .m_size = sizeof(pygpu_state),
-    .m_methods = module_methods,
-    .m_slots = module_slots,
-    .m_traverse = module_traverse,
-    .m_clear = module_clear,
-    .m_free = module_free,
-};
-
 PyMODINIT_FUNC PYGPU_INIT_FUNC(PYGPU_MODULE_NAME)(void)
 {
-    return PyModuleDef_Init(&pygpu_module_def);
+    PyModuleDef *def = pygpu_module_def();     /* (state.c keeps it: the type files compare with it) */
+    def->m_name = "pygpu." PYGPU_STR(PYGPU_MODULE_NAME);
+    def->m_doc = "PyGPU's C extension for one backend; use it through the pygpu package.";
+    def->m_size = sizeof(pygpu_state);
+    def->m_methods = module_methods;
+    def->m_slots = module_slots;
+    def->m_traverse = module_traverse;
+    def->m_clear = module_clear;
+    def->m_free = module_free;
+    return PyModuleDef_Init(def);
 }

@@ -36,6 +36,20 @@ typedef struct {
 #define PYGPU_XCACHE_SLOTS 8
 typedef struct { PyTypeObject *type; unsigned int tag; const void *api; } pygpu_xcache_entry;
 
+/* The module's interned names and constant values (names.c): every field
+ * a strong reference, made at init. */
+typedef struct {
+    PyObject *shape, *typestr, *data, *version, *strides, *descr, *stream, *mask;  /* the CAI's keys */
+    PyObject *zero, *three;                 /* the ints 0 and 3 */
+    PyObject *typestrs, *descr_items;       /* by type_num: '<f4', ('', '<f4'); None if unsupported */
+    PyObject *cai_attr, *dlpack_attr, *dlpack_device_attr, *copy_attr;
+    PyObject *exchange_attr, *cuda_stream_attr;     /* '__dlpack_c_exchange_api__', '__cuda_stream__' */
+    PyObject *kw_s, *kw_sv, *kw_svc, *kw_svdc;      /* kwnames for __dlpack__: stream, max_version, ... */
+    PyObject *max_version, *cpu_device;     /* (1, 1) and (kDLCPU, 0) */
+    PyObject *old_producers;                /* set of types whose __dlpack__ takes only stream= */
+    PyObject *cai_template;                 /* a dict of the CAI keys, copied for each export */
+} pygpu_names;
+
 /* Per-module state: one per imported backend module (PEP 489). */
 typedef struct {
     PyTypeObject *Device, *Stream, *Event, *Memory, *HostMemory, *ErrorObj;
@@ -50,7 +64,7 @@ typedef struct {
     int use_pool;               /* allocate from the stream-ordered pool */
     int use_cache;              /* keep a pygpu_block_cache in front of it */
     pygpu_block_cache cache;
-    PyObject *interop;          /* dlpack.c's cached names and values (a tuple) */
+    pygpu_names names;          /* interned names and constants (names.c) */
     /* The DLPack exchange API of the types last imported from (dlpack_exchange.c):
      * a borrowed type pointer made safe by its version tag (a type's tag
      * changes when its attributes do, and a new type never gets an old
@@ -58,27 +72,25 @@ typedef struct {
     pygpu_xcache_entry xcache[PYGPU_XCACHE_SLOTS];
 } pygpu_state;
 
-extern PyModuleDef pygpu_module_def;
+/* ---- state.c ----------------------------------------------------------- */
 
+/* The module's definition (module.c fills it in at PyInit); borrowed. */
+PyModuleDef *pygpu_module_def(void);
+/* Import NumPy's C API for every file (module init); 0, or -1 with an exception. */
+int pygpu_import_numpy(void);
 /* The state of the module that defined `tp` (or a base of it); borrowed.
  * Walks to the first base defined by this module (subclasses may be plain
- * Python classes), as PyType_GetModuleByDef does on 3.11+; here, not in
- * module.c, so that the type files need nothing of the module's. */
-static inline pygpu_state *pygpu_state_of_type(PyTypeObject *tp)
-{
-    for (; tp; tp = tp->tp_base) {
-        if (!(tp->tp_flags & Py_TPFLAGS_HEAPTYPE))
-            continue;
-        PyObject *m = ((PyHeapTypeObject *)tp)->ht_module;
-        if (m && PyModule_GetDef(m) == &pygpu_module_def)
-            return (pygpu_state *)PyModule_GetState(m);
-    }
-    PyErr_SetString(PyExc_TypeError, "object's type is not from this pygpu module");
-    return NULL;
-}
+ * Python classes), as PyType_GetModuleByDef does on 3.11+.  NULL with
+ * TypeError for a type of no pygpu module. */
+pygpu_state *pygpu_state_of_type(PyTypeObject *tp);
 #define pygpu_state_of(obj) pygpu_state_of_type(Py_TYPE(obj))
 /* The state of module `m` (a module function's first argument); borrowed. */
 static inline pygpu_state *pygpu_module_state(PyObject *m) { return (pygpu_state *)PyModule_GetState(m); }
+/* Push `item` on the context-variable chain `var` (st->stream_var,
+ * st->device_var); pop returns the item (new reference) or NULL with
+ * RuntimeError if the chain is empty. */
+int pygpu_ctxstack_push(PyObject *var, PyObject *item);
+PyObject *pygpu_ctxstack_pop(PyObject *var);
 
 typedef struct {
     PyObject_HEAD
@@ -222,6 +234,13 @@ extern PyMethodDef pygpu_stream_methods[];
 
 #include "peer.h"
 
+/* ---- names.c ----------------------------------------------------------- */
+
+/* Make st->names (module init); 0, or -1 with an exception set. */
+int pygpu_names_init(pygpu_state *st);
+int pygpu_names_visit(pygpu_state *st, visitproc visit, void *arg);
+void pygpu_names_clear(pygpu_state *st);
+
 /* ---- stream.c ---------------------------------------------------------- */
 
 /* The current stream of this thread/context: the innermost `with stream:`,
@@ -245,10 +264,6 @@ int pygpu_stream_owner(pygpu_state *st, PyObject *obj, pygpu_stream_t h);
 /* The handle that `current` (the current Stream, from pygpu_current_stream)
  * stands for in work on device `dev`: its own, or dev's legacy stream. */
 pygpu_stream_t pygpu_current_stream_on(PyObject *current, int dev);
-/* Push `item` on the context-variable chain `var`; pop returns the item
- * (new reference) or NULL with RuntimeError if the chain is empty. */
-int pygpu_ctxstack_push(PyObject *var, PyObject *item);
-PyObject *pygpu_ctxstack_pop(PyObject *var);
 int pygpu_stream_init(PyObject *m, pygpu_state *st);
 
 /* ---- event.c ----------------------------------------------------------- */
@@ -429,20 +444,6 @@ void pygpu_transfer_init(void);
 
 /* ---- cai.c: the stream of an array's pending work, __cuda_array_interface__ */
 
-/* What the interop tuple (pygpu_state.interop, made by dlpack.c) holds. */
-enum pygpu_interop_index {
-    PYGPU_IX_SHAPE, PYGPU_IX_TYPESTR, PYGPU_IX_DATA, PYGPU_IX_VERSION,   /* the CAI keys */
-    PYGPU_IX_STRIDES, PYGPU_IX_DESCR, PYGPU_IX_STREAM, PYGPU_IX_MASK,
-    PYGPU_IX_ZERO, PYGPU_IX_THREE,              /* the ints 0 and 3 */
-    PYGPU_IX_TYPESTRS, PYGPU_IX_DESCR_ITEMS,    /* by type_num: '<f4', ('', '<f4'); None if unsupported */
-    PYGPU_IX_CAI_ATTR, PYGPU_IX_DLPACK_ATTR, PYGPU_IX_DLPACK_DEVICE_ATTR, PYGPU_IX_COPY_ATTR,
-    PYGPU_IX_KW_S, PYGPU_IX_KW_SV, PYGPU_IX_KW_SVC, PYGPU_IX_KW_SVDC,   /* kwnames for __dlpack__ */
-    PYGPU_IX_MAX_VERSION, PYGPU_IX_CPU_DEVICE,  /* (1, 1) and (kDLCPU, 0) */
-    PYGPU_IX_OLD_PRODUCERS,                     /* set of types whose __dlpack__ takes only stream= */
-    PYGPU_IX_CAI_TEMPLATE,                      /* a dict of the CAI keys, copied for each export */
-    PYGPU_IX_EXCHANGE_ATTR, PYGPU_IX_CUDA_STREAM_ATTR,   /* '__dlpack_c_exchange_api__', '__cuda_stream__' */
-    PYGPU_IX_COUNT
-};
 
 /* 0 if a layout received from another library (element strides already in
  * bytes) has a size and a byte span that fit in ptrdiff_t; else -1 with
@@ -479,9 +480,7 @@ PyObject *pygpu_array_dlpack_device(PyObject *self, PyObject *unused);
 /* pygpu.asarray(obj) without a dtype; new reference. */
 PyObject *pygpu_asarray(pygpu_state *st, PyObject *obj);
 /* Module functions from_dlpack and asarray, and the cached values. */
-int pygpu_interop_init(PyObject *m, pygpu_state *st);
-/* A cached object of the interop tuple (an index from dlpack.c); borrowed. */
-PyObject *pygpu_interop_get(pygpu_state *st, int index);
+int pygpu_interop_init(PyObject *m);
 
 /* ---- dlpack_exchange.c: the DLPack 1.3 C exchange API ------------------- */
 

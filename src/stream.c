@@ -8,44 +8,6 @@
  */
 #include "pygpu.h"
 
-int pygpu_ctxstack_push(PyObject *var, PyObject *item)
-{
-    PyObject *outer = NULL, *link, *token;
-    if (PyContextVar_Get(var, Py_None, &outer) < 0)
-        return -1;
-    link = PyTuple_Pack(2, item, outer);
-    Py_DECREF(outer);
-    if (!link)
-        return -1;
-    token = PyContextVar_Set(var, link);
-    Py_DECREF(link);
-    if (!token)
-        return -1;
-    Py_DECREF(token);
-    return 0;
-}
-
-PyObject *pygpu_ctxstack_pop(PyObject *var)
-{
-    PyObject *link = NULL, *item, *token;
-    if (PyContextVar_Get(var, Py_None, &link) < 0)
-        return NULL;
-    if (!PyTuple_Check(link) || PyTuple_GET_SIZE(link) != 2) {
-        Py_DECREF(link);
-        PyErr_SetString(PyExc_RuntimeError, "__exit__ without a matching __enter__ in this context");
-        return NULL;
-    }
-    item = Py_NewRef(PyTuple_GET_ITEM(link, 0));
-    token = PyContextVar_Set(var, PyTuple_GET_ITEM(link, 1));
-    Py_DECREF(link);
-    if (!token) {
-        Py_DECREF(item);
-        return NULL;
-    }
-    Py_DECREF(token);
-    return item;
-}
-
 PyObject *pygpu_current_stream(pygpu_state *st)
 {
     PyObject *link = NULL;
@@ -122,7 +84,7 @@ int pygpu_stream_arg(pygpu_state *st, PyObject *obj, pygpu_stream_t *out)
         *out = h;
         return 0;
     }
-    PyObject *proto = PyObject_GetAttr(obj, pygpu_interop_get(st, PYGPU_IX_CUDA_STREAM_ATTR));
+    PyObject *proto = PyObject_GetAttr(obj, st->names.cuda_stream_attr);
     if (proto) {
         int r = cuda_stream_protocol(st, obj, proto, out);
         Py_DECREF(proto);
