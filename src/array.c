@@ -130,57 +130,11 @@ PyObject *pygpu_array_view(PyGPUArray *a, int nd, const ptrdiff_t *shape, const 
                             a->flags & PYGPU_WRITEABLE);
 }
 
-/* 1 if `obj` is one integer (a NumPy array of one or more axes is not, nor
- * a GPUArray, though a 0-d one of integers has __index__). */
-static int is_scalar_index(PyObject *obj)
-{
-    return PyIndex_Check(obj) && !(PyArray_Check(obj) && PyArray_NDIM((PyArrayObject *)obj) > 0) &&
-           !pygpu_is_gpuarray(obj);
-}
-
-int pygpu_dims_arg(PyObject *obj, int *nd, ptrdiff_t *out, ptrdiff_t min)
-{
-    PyObject *seq = is_scalar_index(obj) ? PyTuple_Pack(1, obj)
-                                         : PySequence_Fast(obj, "shape must be an int or a sequence of ints");
-    if (!seq)
-        return -1;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    if (n > PYGPU_MAXDIMS) {
-        PyErr_Format(PyExc_ValueError, "too many dimensions: %zd (at most %d)", n, PYGPU_MAXDIMS);
-        goto fail;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
-        if (!is_scalar_index(item)) {
-            PyErr_Format(PyExc_TypeError, "shape entries must be ints, not %.100s", Py_TYPE(item)->tp_name);
-            goto fail;
-        }
-        out[i] = PyNumber_AsSsize_t(item, PyExc_ValueError);
-        if (out[i] == -1 && PyErr_Occurred())
-            goto fail;
-        if (out[i] < min) {
-            PyErr_SetString(PyExc_ValueError, "negative dimensions are not allowed");
-            goto fail;
-        }
-    }
-    Py_DECREF(seq);
-    *nd = (int)n;
-    return 0;
-fail:
-    Py_DECREF(seq);
-    return -1;
-}
-
-int pygpu_shape_arg(PyObject *obj, int *nd, ptrdiff_t *shape)
-{
-    return pygpu_dims_arg(obj, nd, shape, 0);
-}
-
 /* Parse strides: nd ints of any sign; 0, or -1 with an exception. */
-static int strides_arg(PyObject *obj, int nd, ptrdiff_t *strides)
+static int strides_arg(pygpu_state *st, PyObject *obj, int nd, ptrdiff_t *strides)
 {
     int n;
-    if (pygpu_dims_arg(obj, &n, strides, PTRDIFF_MIN) < 0)
+    if (pygpu_dims_arg(st, obj, &n, strides, PTRDIFF_MIN) < 0)
         return -1;
     if (n != nd) {
         PyErr_Format(PyExc_ValueError, "strides has %d entries but the shape has %d", n, nd);
@@ -188,30 +142,6 @@ static int strides_arg(PyObject *obj, int nd, ptrdiff_t *strides)
     }
     return 0;
 }
-
-/* 'C' -> 0, 'F' -> 1 (None: 0); `allow_any` also takes 'A' and 'K'
- * (PYGPU_ORDER_A, PYGPU_ORDER_K) and None (-> -1). */
-static int order_arg(PyObject *obj, int allow_any)
-{
-    if (obj == NULL || obj == Py_None)
-        return allow_any ? -1 : 0;
-    if (PyUnicode_Check(obj) && PyUnicode_GetLength(obj) == 1) {
-        Py_UCS4 c = PyUnicode_READ_CHAR(obj, 0);
-        if (c == 'C' || c == 'c')
-            return PYGPU_ORDER_C;
-        if (c == 'F' || c == 'f')
-            return PYGPU_ORDER_F;
-        if (allow_any && (c == 'A' || c == 'a'))
-            return PYGPU_ORDER_A;
-        if (allow_any && (c == 'K' || c == 'k'))
-            return PYGPU_ORDER_K;
-    }
-    PyErr_Format(PyExc_ValueError, "order must be %s, not %R", allow_any ? "'C', 'F', 'A' or 'K'" : "'C' or 'F'",
-                 obj);
-    return -2;
-}
-
-int pygpu_order_arg(PyObject *obj, int allow_any) { return order_arg(obj, allow_any); }
 
 /* The host array an upload copies: `obj` as NumPy converts it (cast to
  * `descr` if given, which is stolen, with NumPy's FORCECAST), in a dtype
@@ -284,11 +214,11 @@ PyObject *pygpu_array_from_host(pygpu_state *st, PyObject *obj, PyArray_Descr *d
 /* The address `gpudata` names: a DeviceAllocation's (ValueError once
  * freed), an int, or int() of an object that has one (PyCUDA's pooled
  * allocations); floats, bools, strings and negative ints are refused. */
-static int address_of(PyObject *obj, char **ptr)
+static int address_of(pygpu_state *st, PyObject *obj, char **ptr)
 {
     PyNumberMethods *nb = Py_TYPE(obj)->tp_as_number;
     int overflow = 0;
-    if (PyFloat_Check(obj) || PyBool_Check(obj) || pygpu_is_gpuarray(obj) || !nb || (!nb->nb_int && !nb->nb_index)) {
+    if (PyFloat_Check(obj) || PyBool_Check(obj) || pygpu_is_gpuarray(st, obj) || !nb || (!nb->nb_int && !nb->nb_index)) {
         PyErr_Format(PyExc_TypeError, "gpudata must be a device allocation or an int address, not %.100s",
                      Py_TYPE(obj)->tp_name);
         return -1;
@@ -332,7 +262,7 @@ static PyObject *over_memory(pygpu_state *st, PyTypeObject *tp, PyArray_Descr *d
     char *ptr;
     ptrdiff_t lo, hi, itemsize = (ptrdiff_t)PyDataType_ELSIZE(descr);
     PyObject *owner = base && base != Py_None ? base : gpudata;
-    if (address_of(gpudata, &ptr) < 0 || caller_extent(nd, shape, strides, itemsize, &lo, &hi) < 0 ||
+    if (address_of(st, gpudata, &ptr) < 0 || caller_extent(nd, shape, strides, itemsize, &lo, &hi) < 0 ||
         pygpu_memory_usable(owner) < 0)
         goto fail;
     if (hi > lo && !ptr) {
@@ -374,7 +304,7 @@ static PyObject *array_new(PyTypeObject *tp, PyObject *args, PyObject *kwds)
                                             &allocator, &base, &gpudata, &strides_obj, &order, &stream))
         return NULL;
     if (PyArray_Check(shape_obj) ||
-        (!is_scalar_index(shape_obj) && !PyTuple_Check(shape_obj) && !PyList_Check(shape_obj) &&
+        (!pygpu_is_int_arg(st, shape_obj) && !PyTuple_Check(shape_obj) && !PyList_Check(shape_obj) &&
          (PyObject_CheckBuffer(shape_obj) || PyObject_HasAttrString(shape_obj, "__array_interface__") ||
           PyObject_HasAttrString(shape_obj, "__array__")))) {
         /* GPUArray(host_data): a device copy. */
@@ -383,8 +313,8 @@ static PyObject *array_new(PyTypeObject *tp, PyObject *args, PyObject *kwds)
             return NULL;
         return from_host(st, tp, shape_obj, d, stream, 0);
     }
-    int fortran = order_arg(order, 0);
-    if (fortran < 0 || pygpu_shape_arg(shape_obj, &nd, shape) < 0)
+    int fortran = pygpu_order_arg(order, 0);
+    if (fortran < 0 || pygpu_shape_arg(st, shape_obj, &nd, shape) < 0)
         return NULL;
     PyArray_Descr *descr = pygpu_descr_arg(dtype);
     if (!descr)
@@ -394,7 +324,7 @@ static PyObject *array_new(PyTypeObject *tp, PyObject *args, PyObject *kwds)
     if (checked_nbytes(nd, shape, itemsize, &nbytes) < 0)
         goto fail;
     if (strides_obj != Py_None) {
-        if (strides_arg(strides_obj, nd, strides) < 0)
+        if (strides_arg(st, strides_obj, nd, strides) < 0)
             goto fail;
     } else {
         pygpu_shape_strides(nd, shape, itemsize, fortran, strides);
@@ -614,7 +544,7 @@ static PyObject *mod_empty(PyObject *m, PyObject *args, PyObject *kwds)
         return NULL;
     if (allocator != Py_None)
         return allocated_empty(st, shape_obj, dtype, order, allocator);
-    if ((fortran = order_arg(order, 0)) < 0 || pygpu_shape_arg(shape_obj, &nd, shape) < 0)
+    if ((fortran = pygpu_order_arg(order, 0)) < 0 || pygpu_shape_arg(st, shape_obj, &nd, shape) < 0)
         return NULL;
     PyArray_Descr *descr = pygpu_descr_arg(dtype);
     if (!descr)

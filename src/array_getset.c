@@ -11,20 +11,6 @@ typedef struct {                /* ArrayFlags: a snapshot of an array's flags */
     int flags;
 } PyGPUFlags;
 
-PyObject *pygpu_tuple_of(const ptrdiff_t *v, int n)
-{
-    PyObject *t = PyTuple_New(n);
-    for (int i = 0; t && i < n; i++) {
-        PyObject *x = PyLong_FromSsize_t(v[i]);
-        if (!x) {
-            Py_CLEAR(t);
-            break;
-        }
-        PyTuple_SET_ITEM(t, i, x);
-    }
-    return t;
-}
-
 static PyObject *get_strides(PyObject *self, void *c)
 {
     (void)c;

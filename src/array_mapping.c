@@ -14,9 +14,13 @@ typedef struct {
     PyObject *slice;            /* E_SLICE: borrowed */
 } entry;
 
-static int unsupported(PyObject *item)
+/* (array_type: the indexed array's, whose module knows GPUArrays) */
+static int unsupported(PyTypeObject *array_type, PyObject *item)
 {
-    if (PyBool_Check(item) || PyArray_Check(item) || pygpu_is_gpuarray(item) || PyList_Check(item) ||
+    pygpu_state *st = pygpu_state_of_type(array_type);
+    if (!st)
+        return 1;
+    if (PyBool_Check(item) || PyArray_Check(item) || pygpu_is_gpuarray(st, item) || PyList_Check(item) ||
         (PyObject_HasAttrString(item, "__array__") && !PyIndex_Check(item)) ||
         PyObject_HasAttrString(item, "__cuda_array_interface__")) {
         PyErr_SetString(PyExc_IndexError,
@@ -28,7 +32,7 @@ static int unsupported(PyObject *item)
 }
 
 /* Parse `key` into at most PYGPU_MAXDIMS * 2 entries; the count, or -1. */
-static int parse_key(PyObject *key, entry *out, int max)
+static int parse_key(PyTypeObject *array_type, PyObject *key, entry *out, int max)
 {
     PyObject *tuple = PyTuple_Check(key) ? key : NULL;
     Py_ssize_t n = tuple ? PyTuple_GET_SIZE(tuple) : 1;
@@ -56,7 +60,7 @@ static int parse_key(PyObject *key, entry *out, int max)
                 return -1;
             }
             e->kind = E_ELLIPSIS;
-        } else if (unsupported(item)) {
+        } else if (unsupported(array_type, item)) {
             return -1;
         } else if (PyIndex_Check(item)) {
             e->kind = E_INT;
@@ -78,7 +82,7 @@ static PyObject *index_view(PyGPUArray *a, PyObject *key)
 {
     entry entries[2 * PYGPU_MAXDIMS];
     ptrdiff_t shape[PYGPU_MAXDIMS], strides[PYGPU_MAXDIMS];
-    int n = parse_key(key, entries, 2 * PYGPU_MAXDIMS), used = 0, nd = 0, axis = 0;
+    int n = parse_key(Py_TYPE(a), key, entries, 2 * PYGPU_MAXDIMS), used = 0, nd = 0, axis = 0;
     if (n < 0)
         return NULL;
     for (int i = 0; i < n; i++)

@@ -12,16 +12,6 @@
 
 static pygpu_side device_side(PyGPUArray *a) { return (pygpu_side){a->data, GA_STRIDES(a), 1, a->device, NULL}; }
 
-PyObject *pygpu_shape_repr(const ptrdiff_t *shape, int nd)
-{
-    PyObject *t = pygpu_tuple_of(shape, nd), *r;
-    if (!t)
-        return NULL;
-    r = PyObject_Repr(t);
-    Py_DECREF(t);
-    return r;
-}
-
 /* ---- transfers ------------------------------------------------------------ */
 
 /* A new C-order host array for `a`'s elements: page-locked if asked; else,
@@ -429,36 +419,6 @@ static PyObject *array_fill(PyObject *self, PyObject *args, PyObject *kwds)
 
 /* ---- astype ----------------------------------------------------------------- */
 
-/* NumPy's casting rule named by `obj` (None: no argument, 'unsafe') in
- * *rule; 'same_value' (NumPy 2.4's rule that checks every value) leaves
- * *rule unsafe and sets *by_numpy: NumPy does that one, on the host.  0, or
- * -1 with NumPy's TypeError or ValueError. */
-static int casting_arg(PyObject *obj, NPY_CASTING *rule, int *by_numpy)
-{
-    static const struct { const char *name; NPY_CASTING rule; } rules[] = {
-        {"no", NPY_NO_CASTING}, {"equiv", NPY_EQUIV_CASTING}, {"safe", NPY_SAFE_CASTING},
-        {"same_kind", NPY_SAME_KIND_CASTING}, {"unsafe", NPY_UNSAFE_CASTING}, {"same_value", NPY_UNSAFE_CASTING},
-    };
-    *rule = NPY_UNSAFE_CASTING;
-    *by_numpy = 0;
-    if (!obj)
-        return 0;
-    if (!PyUnicode_Check(obj)) {
-        PyErr_Format(PyExc_TypeError, "casting must be str, not %.100s", Py_TYPE(obj)->tp_name);
-        return -1;
-    }
-    for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++) {
-        if (PyUnicode_CompareWithASCIIString(obj, rules[i].name) == 0) {
-            *rule = rules[i].rule;
-            *by_numpy = i == 5;
-            return 0;
-        }
-    }
-    PyErr_Format(PyExc_ValueError, "casting must be one of 'no', 'equiv', 'safe', 'same_kind', 'unsafe', "
-                 "'same_value' (got %R)", obj);
-    return -1;
-}
-
 /* 1 if `a` already is laid out as `order` asks (enum pygpu_order). */
 static int in_order(PyGPUArray *a, int order)
 {
@@ -533,7 +493,7 @@ static PyObject *array_astype(PyObject *self, PyObject *args, PyObject *kwds)
         order = NULL;
     }
     (void)subok;                /* (GPUArray has no subclasses to keep) */
-    if ((o = copy_order(order)) < 0 || casting_arg(casting, &rule, &by_numpy) < 0 ||
+    if ((o = copy_order(order)) < 0 || pygpu_casting_arg(casting, &rule, &by_numpy) < 0 ||
         (want_copy = PyObject_IsTrue(copy)) < 0)
         return NULL;
     PyArray_Descr *descr = pygpu_descr_arg(dtype);

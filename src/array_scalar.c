@@ -75,12 +75,6 @@ int pygpu_array_bool(PyObject *self)
     return r;
 }
 
-int pygpu_is_gpuarray(PyObject *obj)
-{
-    PyNumberMethods *nb = Py_TYPE(obj)->tp_as_number;
-    return nb && nb->nb_index == pygpu_array_index;
-}
-
 /* ---- item() and tolist() ---------------------------------------------- */
 
 /* The index tuple of the element that item(*args) names in `a`, the

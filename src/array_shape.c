@@ -92,12 +92,12 @@ fail:
 }
 
 /* Parse shape from reshape's arguments (a tuple, or ints), resolving -1. */
-static int reshape_shape(PyGPUArray *a, PyObject *args, int *nd, ptrdiff_t *shape)
+static int reshape_shape(pygpu_state *st, PyGPUArray *a, PyObject *args, int *nd, ptrdiff_t *shape)
 {
     PyObject *obj = PyTuple_GET_SIZE(args) == 1 ? PyTuple_GET_ITEM(args, 0) : args;
     ptrdiff_t known, size = pygpu_array_size(a), given[PYGPU_MAXDIMS];
     int unknown = -1;
-    if (pygpu_dims_arg(obj, nd, shape, -1) < 0)
+    if (pygpu_dims_arg(st, obj, nd, shape, -1) < 0)
         return -1;
     for (int i = 0; i < *nd; i++) {
         given[i] = shape[i] < 0 ? 1 : shape[i];
@@ -161,7 +161,7 @@ PyObject *pygpu_array_reshape(PyObject *self, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_TypeError, "reshape() needs a shape");
         return NULL;
     }
-    if ((fortran = flat_order(SELF, order)) < 0 || reshape_shape(SELF, args, &nd, shape) < 0)
+    if ((fortran = flat_order(SELF, order)) < 0 || reshape_shape(pygpu_state_of(self), SELF, args, &nd, shape) < 0)
         return NULL;
     if (order && PyUnicode_Check(order) && PyUnicode_CompareWithASCIIString(order, "K") == 0) {
         PyErr_SetString(PyExc_ValueError, "order 'K' is not permitted for reshaping");

@@ -271,7 +271,7 @@ static int parse_iface(pygpu_state *st, PyObject *iface, cai_layout *l, PyArray_
         PyErr_SetString(PyExc_TypeError, "__cuda_array_interface__ version must be an int");
         return -1;
     }
-    if (!(v = entry(iface, st->names.shape, 1)) || pygpu_shape_arg(v, &l->nd, l->shape) < 0)
+    if (!(v = entry(iface, st->names.shape, 1)) || pygpu_shape_arg(st, v, &l->nd, l->shape) < 0)
         return -1;
     if (!(v = entry(iface, st->names.data, 1)) || data_entry(v, &l->ptr, &l->readonly) < 0)
         return -1;
@@ -287,7 +287,7 @@ static int parse_iface(pygpu_state *st, PyObject *iface, cai_layout *l, PyArray_
         return -1;
     if (l->has_strides) {
         int n;
-        if (pygpu_dims_arg(v, &n, l->strides, PTRDIFF_MIN) < 0)
+        if (pygpu_dims_arg(st, v, &n, l->strides, PTRDIFF_MIN) < 0)
             return -1;
         if (n != l->nd) {
             PyErr_Format(PyExc_ValueError, "__cuda_array_interface__ strides has %d entries but the shape has %d",

@@ -10,33 +10,6 @@
 
 #include <structmember.h>
 
-int pygpu_size_arg(PyObject *obj, const char *what, size_t *out)
-{
-    if (!PyIndex_Check(obj) || PyBool_Check(obj)) {
-        PyErr_Format(PyExc_TypeError, "%s must be an int, not %.100s", what, Py_TYPE(obj)->tp_name);
-        return -1;
-    }
-    PyObject *v = PyNumber_Index(obj);
-    if (!v)
-        return -1;
-    int overflow = 0;
-    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
-    if (overflow < 0 || (!overflow && x < 0)) {
-        PyErr_Format(PyExc_ValueError, "%s must be >= 0, got %S", what, v);
-        Py_DECREF(v);
-        return -1;
-    }
-    Py_DECREF(v);
-    if (x == -1 && PyErr_Occurred())
-        return -1;
-    if (overflow > 0 || (unsigned long long)x > (unsigned long long)PY_SSIZE_T_MAX) {
-        PyErr_Format(PyExc_OverflowError, "%s is too large for this platform", what);
-        return -1;
-    }
-    *out = (size_t)x;
-    return 0;
-}
-
 /* ---- DeviceAllocation ---------------------------------------------------- */
 
 /* Free `ptr` (pooled or not) on device `dev`, ordered on `stream`. */

@@ -188,6 +188,40 @@ static inline ptrdiff_t pygpu_array_size(const PyGPUArray *a)
     return n;
 }
 
+/* 1 if `obj` is a GPUArray of this module (or of a subclass), which has
+ * __index__ but is an array first: never taken as one integer where an
+ * int is wanted. */
+static inline int pygpu_is_gpuarray(pygpu_state *st, PyObject *obj) { return PyObject_TypeCheck(obj, st->Array); }
+
+/* The layout of a new array made from another: C, F, A (F if the other is
+ * F-contiguous and not C-contiguous, else C) or K (the other's axis order). */
+enum pygpu_order { PYGPU_ORDER_C = 0, PYGPU_ORDER_F = 1, PYGPU_ORDER_A = 2, PYGPU_ORDER_K = 3 };
+
+/* ---- convert.c --------------------------------------------------------- */
+
+/* 1 if `obj` is one integer (a NumPy array of one or more axes is not, nor
+ * a GPUArray, though a 0-d one of integers has __index__). */
+int pygpu_is_int_arg(pygpu_state *st, PyObject *obj);
+/* Parse a shape argument (int or sequence of ints); 0, or -1 with an
+ * exception (TypeError, ValueError for negative or too many dims). */
+int pygpu_shape_arg(pygpu_state *st, PyObject *obj, int *nd, ptrdiff_t *shape);
+/* The same for any ints >= `min` (ValueError below it). */
+int pygpu_dims_arg(pygpu_state *st, PyObject *obj, int *nd, ptrdiff_t *out, ptrdiff_t min);
+/* An order argument: 'C' -> 0, 'F' -> 1; with allow_any also 'A' and 'K'
+ * (enum pygpu_order) and None -> -1; -2 with ValueError otherwise. */
+int pygpu_order_arg(PyObject *obj, int allow_any);
+/* A byte count argument: a non-negative int; 0, or -1 with an exception. */
+int pygpu_size_arg(PyObject *obj, const char *what, size_t *out);
+/* A tuple of n ints; new reference. */
+PyObject *pygpu_tuple_of(const ptrdiff_t *v, int n);
+/* repr() of a shape tuple, for messages; new reference. */
+PyObject *pygpu_shape_repr(const ptrdiff_t *shape, int nd);
+/* NumPy's casting rule named by `obj` (NULL: no argument, 'unsafe') in
+ * *rule; 'same_value' (NumPy 2.4's rule that checks every value) leaves
+ * *rule unsafe and sets *by_numpy: NumPy does that one, on the host.  0, or
+ * -1 with NumPy's TypeError or ValueError. */
+int pygpu_casting_arg(PyObject *obj, NPY_CASTING *rule, int *by_numpy);
+
 /* ---- errors.c ---------------------------------------------------------- */
 
 /* Return 0 if `status` is success; else clear the runtime's last error, set
@@ -279,8 +313,6 @@ PyObject *pygpu_memory_new(pygpu_state *st, size_t nbytes, PyObject *stream);
 /* A device address argument: a DeviceAllocation (its size in *size) or an
  * int (*size set to SIZE_MAX: unknown); 0, or -1 with TypeError. */
 int pygpu_address_arg(pygpu_state *st, PyObject *obj, void **ptr, size_t *size);
-/* A byte count argument: a non-negative int; 0, or -1 with an exception. */
-int pygpu_size_arg(PyObject *obj, const char *what, size_t *out);
 /* Count a GPUArray that starts (delta 1) or stops (-1) using `mem`, its
  * memory owner (anything: only DeviceAllocations count).  An allocation
  * freed while arrays use it is given back when the last of them goes. */
@@ -366,9 +398,6 @@ PyObject *pygpu_array_from_host(pygpu_state *st, PyObject *obj, PyArray_Descr *d
  * order, allocated on `stream` (a stream argument).  Steals `descr`. */
 PyObject *pygpu_array_empty(pygpu_state *st, PyTypeObject *tp, PyArray_Descr *descr, int nd,
                             const ptrdiff_t *shape, int fortran, PyObject *stream);
-/* The layout of a new array made from another: C, F, A (F if the other is
- * F-contiguous and not C-contiguous, else C) or K (the other's axis order). */
-enum pygpu_order { PYGPU_ORDER_C = 0, PYGPU_ORDER_F = 1, PYGPU_ORDER_A = 2, PYGPU_ORDER_K = 3 };
 /* A new array of `a`'s shape and type, with `descr` (stolen), laid out in
  * `order` (enum pygpu_order) relative to `a`, on the current device,
  * allocated on `stream` (a stream argument); new reference. */
@@ -376,14 +405,6 @@ PyObject *pygpu_array_empty_like(pygpu_state *st, PyGPUArray *a, PyArray_Descr *
 /* A view of `a` with another shape/strides/offset; new reference. */
 PyObject *pygpu_array_view(PyGPUArray *a, int nd, const ptrdiff_t *shape, const ptrdiff_t *strides,
                            char *data, PyArray_Descr *descr);
-/* Parse a shape argument (int or sequence of ints); 0, or -1 with an
- * exception (TypeError, ValueError for negative or too many dims). */
-int pygpu_shape_arg(PyObject *obj, int *nd, ptrdiff_t *shape);
-/* The same for any ints >= `min` (ValueError below it). */
-int pygpu_dims_arg(PyObject *obj, int *nd, ptrdiff_t *out, ptrdiff_t min);
-/* An order argument: 'C' -> 0, 'F' -> 1; with allow_any also 'A' and 'K'
- * (enum pygpu_order) and None -> -1; -2 with ValueError otherwise. */
-int pygpu_order_arg(PyObject *obj, int allow_any);
 /* Copy host data `value` (anything NumPy converts) into `a`, broadcast. */
 int pygpu_array_assign(PyGPUArray *a, PyObject *value, PyObject *stream, int async);
 /* A new NumPy array with `a`'s elements (C order), or them into `out`; with
@@ -420,18 +441,11 @@ PyObject *pygpu_array_swapaxes(PyObject *self, PyObject *args);
  * done when this returns. */
 PyObject *pygpu_array_dense_copy(pygpu_state *st, PyGPUArray *a, int order, pygpu_stream_t s, PyObject *stream,
                                  int dev);
-/* repr() of a shape tuple, for messages; new reference. */
-PyObject *pygpu_shape_repr(const ptrdiff_t *shape, int nd);
 PyObject *pygpu_array_item_method(PyObject *self, PyObject *args);
 PyObject *pygpu_array_tolist(PyObject *self, PyObject *unused);
-/* 1 if `obj` is a GPUArray (or of a subclass), which has __index__ but is
- * an array first: never taken as one integer where an int is wanted. */
-int pygpu_is_gpuarray(PyObject *obj);
 extern PyGetSetDef pygpu_array_getset[];
 extern PyMethodDef pygpu_array_methods[];
 int pygpu_flags_init(PyObject *m, pygpu_state *st);
-/* A tuple of n ints; new reference. */
-PyObject *pygpu_tuple_of(const ptrdiff_t *v, int n);
 int pygpu_capi_init(PyObject *m, pygpu_state *st);
 PyObject *pygpu_array_subscript(PyObject *self, PyObject *key);
 int pygpu_array_ass_subscript(PyObject *self, PyObject *key, PyObject *value);
