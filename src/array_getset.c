@@ -90,7 +90,7 @@ static PyObject *get_flags(PyObject *self, void *c)
     return (PyObject *)f;
 }
 
-PyGetSetDef pygpu_array_getset[] = {
+static PyGetSetDef array_getset[] = {
     {"strides", get_strides, NULL, "Bytes between neighbours along each axis.", NULL},
     {"dtype", get_dtype, NULL, "The element type (a numpy.dtype).", NULL},
     {"ndim", get_ndim, NULL, "Number of axes.", NULL},
@@ -200,3 +200,5 @@ int pygpu_flags_init(PyObject *m, pygpu_state *st)
     st->Flags = (PyTypeObject *)PyType_FromModuleAndSpec(m, &flags_spec, NULL);
     return st->Flags ? 0 : -1;
 }
+
+PyGetSetDef *pygpu_array_getset_defs(void) { return array_getset; }

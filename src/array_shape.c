@@ -7,31 +7,27 @@
 
 #define SELF ((PyGPUArray *)self)
 
-/* numpy.exceptions.AxisError for `axis` of an nd-dimensional array. */
-static int axis_error(Py_ssize_t axis, int nd)
+/* numpy.exceptions.AxisError for `axis` of an nd-dimensional array of
+ * type `tp` (whose module state caches the class); -1. */
+static int axis_error(PyTypeObject *tp, Py_ssize_t axis, int nd)
 {
-    PyObject *mod = PyImport_ImportModule("numpy.exceptions");
-    PyObject *cls = mod ? PyObject_GetAttrString(mod, "AxisError") : NULL;
-    Py_XDECREF(mod);
-    if (cls) {
-        PyObject *exc = PyObject_CallFunction(cls, "ni", axis, nd);
-        if (exc) {
-            PyErr_SetObject(cls, exc);
-            Py_DECREF(exc);
-        }
-        Py_DECREF(cls);
+    pygpu_state *st = pygpu_state_of_type(tp);
+    PyObject *exc = st ? PyObject_CallFunction(st->AxisError, "ni", axis, nd) : NULL;
+    if (exc) {
+        PyErr_SetObject(st->AxisError, exc);
+        Py_DECREF(exc);
     }
     return -1;
 }
 
 /* Normalise an axis argument for nd axes; 0, or -1 with AxisError/TypeError. */
-static int axis_arg(PyObject *obj, int nd, int *axis)
+static int axis_arg(PyTypeObject *tp, PyObject *obj, int nd, int *axis)
 {
     Py_ssize_t v = PyNumber_AsSsize_t(obj, PyExc_IndexError);
     if (v == -1 && PyErr_Occurred())
         return -1;
     if (v < -nd || v >= nd)
-        return axis_error(v, nd);
+        return axis_error(tp, v, nd);
     *axis = (int)(v < 0 ? v + nd : v);
     return 0;
 }
@@ -224,13 +220,13 @@ PyObject *pygpu_array_squeeze(PyObject *self, PyObject *args, PyObject *kwds)
         if (v == -1 && PyErr_Occurred())
             return NULL;
         if (v != 0 && v != -1)
-            return axis_error(v, 0), NULL;
+            return axis_error(Py_TYPE(self), v, 0), NULL;
     } else {
         PyObject *seq = PyIndex_Check(axis) ? PyTuple_Pack(1, axis) : PySequence_Fast(axis, "axis must be ints");
         if (!seq)
             return NULL;
         for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
-            if (axis_arg(PySequence_Fast_GET_ITEM(seq, i), SELF->nd, &k) < 0) {
+            if (axis_arg(Py_TYPE(self), PySequence_Fast_GET_ITEM(seq, i), SELF->nd, &k) < 0) {
                 Py_DECREF(seq);
                 return NULL;
             }
@@ -291,7 +287,7 @@ PyObject *pygpu_array_transpose(PyObject *self, PyObject *args)
         return NULL;
     }
     for (int i = 0; i < nd; i++) {
-        if (axis_arg(PySequence_Fast_GET_ITEM(seq, i), nd, &perm[i]) < 0) {
+        if (axis_arg(Py_TYPE(self), PySequence_Fast_GET_ITEM(seq, i), nd, &perm[i]) < 0) {
             Py_DECREF(seq);
             return NULL;
         }
@@ -309,8 +305,8 @@ PyObject *pygpu_array_swapaxes(PyObject *self, PyObject *args)
 {
     PyObject *o1, *o2;
     int a1, a2, perm[PYGPU_MAXDIMS];
-    if (!PyArg_ParseTuple(args, "OO:swapaxes", &o1, &o2) || axis_arg(o1, SELF->nd, &a1) < 0 ||
-        axis_arg(o2, SELF->nd, &a2) < 0)
+    if (!PyArg_ParseTuple(args, "OO:swapaxes", &o1, &o2) || axis_arg(Py_TYPE(self), o1, SELF->nd, &a1) < 0 ||
+        axis_arg(Py_TYPE(self), o2, SELF->nd, &a2) < 0)
         return NULL;
     for (int i = 0; i < SELF->nd; i++)
         perm[i] = i;

@@ -156,3 +156,18 @@ int pygpu_casting_arg(PyObject *obj, NPY_CASTING *rule, int *by_numpy)
     return -1;
 }
 
+
+/* Check a shape's size and byte count; 0, or -1 with ValueError. */
+int pygpu_checked_nbytes(int nd, const ptrdiff_t *shape, ptrdiff_t itemsize, ptrdiff_t *nbytes)
+{
+    int r = pygpu_shape_nbytes(nd, shape, itemsize, nbytes);
+    if (r == PYGPU_SHAPE_NEGATIVE) {
+        PyErr_SetString(PyExc_ValueError, "negative dimensions are not allowed");
+        return -1;
+    }
+    if (r < 0) {
+        PyErr_SetString(PyExc_ValueError, "array is too big: its byte count overflows");
+        return -1;
+    }
+    return 0;
+}

@@ -77,3 +77,10 @@ int pygpu_ktype_of(PyArray_Descr *d)
     default: return -1;
     }
 }
+
+int pygpu_complex_warning(pygpu_state *st, PyArray_Descr *from, PyArray_Descr *to)
+{
+    if (from->kind != 'c' || to->kind == 'c' || to->kind == 'b')
+        return 0;
+    return PyErr_WarnEx(st->ComplexWarning, "Casting complex values to real discards the imaginary part", 1);
+}

@@ -256,8 +256,15 @@ int pygpu_errors_init(PyObject *m, pygpu_state *st)
         return -1;
     st->GPUError = PyObject_GetAttrString(errors, "GPUError");
     st->GPUMemoryError = st->GPUError ? PyObject_GetAttrString(errors, "GPUMemoryError") : NULL;
+    st->BackendWarning = st->GPUMemoryError ? PyObject_GetAttrString(errors, "BackendWarning") : NULL;
     Py_DECREF(errors);
-    if (!st->GPUMemoryError)
+    if (!st->BackendWarning)
+        return -1;
+    PyObject *numpy_errors = PyImport_ImportModule("numpy.exceptions");
+    st->ComplexWarning = numpy_errors ? PyObject_GetAttrString(numpy_errors, "ComplexWarning") : NULL;
+    st->AxisError = st->ComplexWarning ? PyObject_GetAttrString(numpy_errors, "AxisError") : NULL;
+    Py_XDECREF(numpy_errors);
+    if (!st->AxisError)
         return -1;
     if (PyModule_AddObjectRef(m, "GPUError", st->GPUError) < 0 ||
         PyModule_AddObjectRef(m, "GPUMemoryError", st->GPUMemoryError) < 0)

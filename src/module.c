@@ -120,6 +120,9 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg)
     Py_VISIT(st->Flags);
     Py_VISIT(st->GPUError);
     Py_VISIT(st->GPUMemoryError);
+    Py_VISIT(st->BackendWarning);
+    Py_VISIT(st->ComplexWarning);
+    Py_VISIT(st->AxisError);
     Py_VISIT(st->stream_var);
     Py_VISIT(st->device_var);
     Py_VISIT(st->devices);
@@ -140,6 +143,9 @@ static int module_clear(PyObject *m)
     Py_CLEAR(st->device_var);
     Py_CLEAR(st->GPUError);
     Py_CLEAR(st->GPUMemoryError);
+    Py_CLEAR(st->BackendWarning);
+    Py_CLEAR(st->ComplexWarning);
+    Py_CLEAR(st->AxisError);
     Py_CLEAR(st->Device);
     Py_CLEAR(st->Stream);
     Py_CLEAR(st->Event);

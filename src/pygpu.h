@@ -56,6 +56,8 @@ typedef struct {
     PyTypeObject *Array, *Flags;
     PyObject *GPUError;         /* pygpu._errors.GPUError, shared by the backends */
     PyObject *GPUMemoryError;
+    PyObject *BackendWarning;   /* pygpu._errors.BackendWarning */
+    PyObject *ComplexWarning, *AxisError;   /* numpy.exceptions' */
     PyObject *stream_var;       /* ContextVar: (stream, outer) chain of `with stream:` */
     PyObject *device_var;       /* ContextVar: (previous device, outer) chain of `with Device:` */
     PyObject *devices;          /* tuple of Device objects, made on first use, or NULL */
@@ -221,6 +223,9 @@ PyObject *pygpu_shape_repr(const ptrdiff_t *shape, int nd);
  * *rule unsafe and sets *by_numpy: NumPy does that one, on the host.  0, or
  * -1 with NumPy's TypeError or ValueError. */
 int pygpu_casting_arg(PyObject *obj, NPY_CASTING *rule, int *by_numpy);
+/* The byte count of an array of `shape` and `itemsize` in *nbytes; 0, or
+ * -1 with ValueError (negative dimensions, or a count that overflows). */
+int pygpu_checked_nbytes(int nd, const ptrdiff_t *shape, ptrdiff_t itemsize, ptrdiff_t *nbytes);
 
 /* ---- errors.c ---------------------------------------------------------- */
 
@@ -380,6 +385,12 @@ int pygpu_cast(pygpu_state *st, pygpu_side dst, int dtype, pygpu_side src, int s
 int pygpu_fill(pygpu_state *st, pygpu_side dst, int nd, const ptrdiff_t *shape, ptrdiff_t itemsize,
                const void *value, pygpu_stream_t s);
 
+/* A GPUArray as one side of a copy. */
+static inline pygpu_side pygpu_device_side(PyGPUArray *a)
+{
+    return (pygpu_side){a->data, GA_STRIDES(a), 1, a->device, NULL};
+}
+
 /* ---- array*.c ------------------------------------------------------------ */
 
 /* The one internal constructor: a GPUArray of type `tp` viewing `data` on
@@ -394,6 +405,9 @@ PyObject *pygpu_array_wrap(pygpu_state *st, PyTypeObject *tp, PyArray_Descr *des
  * `async`.  to_gpu, to_gpu_async, asarray and from_dlpack of host data all
  * come here.  New reference. */
 PyObject *pygpu_array_from_host(pygpu_state *st, PyObject *obj, PyArray_Descr *descr, PyObject *stream, int async);
+/* The same, making an array of type `tp` (GPUArray or a subclass). */
+PyObject *pygpu_array_from_host_as(pygpu_state *st, PyTypeObject *tp, PyObject *obj, PyArray_Descr *descr,
+                                   PyObject *stream, int async);
 /* A new array with fresh device memory on the current device, C or F
  * order, allocated on `stream` (a stream argument).  Steals `descr`. */
 PyObject *pygpu_array_empty(pygpu_state *st, PyTypeObject *tp, PyArray_Descr *descr, int nd,
@@ -418,7 +432,25 @@ PyObject *pygpu_array_get(PyGPUArray *a, PyObject *out, PyObject *stream, int pa
 PyObject *pygpu_array_astype(PyGPUArray *a, PyArray_Descr *descr, int order, const char *numpy_casting,
                              PyObject *stream);
 int pygpu_array_init(PyObject *m, pygpu_state *st);
-extern PyMethodDef pygpu_array_module_methods[];
+/* GPUArray(...) (array_new.c), the type's tp_new. */
+PyObject *pygpu_array_new(PyTypeObject *tp, PyObject *args, PyObject *kwds);
+/* Add the creation functions (empty, to_gpu, to_gpu_async) to module `m`. */
+int pygpu_array_new_init(PyObject *m);
+/* The host array an upload copies (array_host.c): `obj` as NumPy converts
+ * it (cast to `descr` if given, which is stolen), in a dtype PyGPU holds;
+ * new reference. */
+PyArrayObject *pygpu_upload_source(PyObject *obj, PyArray_Descr *descr);
+/* Host array `h` copied into `a` (a new array of its shape and type) on
+ * `stream`, which `a` then records; 0, or -1. */
+int pygpu_upload_into(pygpu_state *st, PyGPUArray *a, PyArrayObject *h, PyObject *stream, int async);
+/* A host value converted to `descr` for an assignment or a fill (a NumPy
+ * array, FORCECAST); new reference. */
+PyArrayObject *pygpu_host_value(PyObject *value, PyArray_Descr *descr);
+/* 1 if `a` already is laid out as `order` asks (enum pygpu_order). */
+int pygpu_array_in_order(PyGPUArray *a, int order);
+/* The method and attribute tables of GPUArray (array_methods.c, array_getset.c). */
+PyMethodDef *pygpu_array_method_defs(void);
+PyGetSetDef *pygpu_array_getset_defs(void);
 extern PyMappingMethods pygpu_array_as_mapping;
 /* NumPy's scalar protocol (array_scalar.c): float(), int(), index(),
  * complex() and bool() of a size-1 array, item(*args), tolist(); each a
@@ -443,8 +475,6 @@ PyObject *pygpu_array_dense_copy(pygpu_state *st, PyGPUArray *a, int order, pygp
                                  int dev);
 PyObject *pygpu_array_item_method(PyObject *self, PyObject *args);
 PyObject *pygpu_array_tolist(PyObject *self, PyObject *unused);
-extern PyGetSetDef pygpu_array_getset[];
-extern PyMethodDef pygpu_array_methods[];
 int pygpu_flags_init(PyObject *m, pygpu_state *st);
 int pygpu_capi_init(PyObject *m, pygpu_state *st);
 PyObject *pygpu_array_subscript(PyObject *self, PyObject *key);
@@ -514,6 +544,10 @@ PyObject *pygpu_exchange_import(pygpu_state *st, PyObject *x, const void *api, i
 const void *pygpu_exchange_table(void);
 /* Publish GPUArray's table on its type, add the module's timing helper. */
 int pygpu_exchange_init(PyObject *m, pygpu_state *st);
+
+/* NumPy's ComplexWarning where complex values go into a real or integer
+ * type (dtype.c); 0, or -1 when the warning is an error. */
+int pygpu_complex_warning(pygpu_state *st, PyArray_Descr *from, PyArray_Descr *to);
 
 /* ---- dtype.c (kernels) --------------------------------------------------- */
 
