@@ -19,7 +19,7 @@ PyGPU's own copy kernels (src/kernels/) go into the GPU backends: for CUDA,
 the toolkit's nvcc compiles them into a fatbin (machine code for sm_80 and
 sm_90, PTX for the lowest architecture it knows, which the driver compiles
 for any other); without nvcc (PyPI's runtime) the PTX kept in the tree
-(src/kernels/copy_kernels.ptx, tools/gen-ptx.py) goes in, which the driver
+(src/kernels/generated/copy_kernels.ptx, tools/gen-ptx.py) goes in, which the driver
 compiles at first use.  Either is linked into pygpu._cuda and loaded at the
 first copy that needs it.  For HIP, their source is linked in and hiprtc
 compiles it on each device at its first use.  A CUDA build with neither
@@ -60,7 +60,7 @@ CFLAGS = ["-std=c11", "-O2", "-Wall", "-Wextra", "-fvisibility=hidden"]
 KERNEL_SOURCE = "src/kernels/copy_kernels.cu"
 KERNEL_HEADER = "src/kernels/kernels.h"
 KERNEL_SASS = ("sm_80", "sm_90")     # machine code for these; PTX for the lowest nvcc knows
-KERNEL_PTX = "src/kernels/copy_kernels.ptx"     # for builds without nvcc (tools/gen-ptx.py)
+KERNEL_PTX = "src/kernels/generated/copy_kernels.ptx"   # for builds without nvcc (tools/gen-ptx.py)
 KERNEL_PTX_MAJOR = 13                # the CUDA major whose drivers compile that PTX (ISA 9.0)
 
 
@@ -199,7 +199,7 @@ def write_kernel_ptx(tmp):
     cudaLibraryLoadData takes PTX); (the C file, a line saying what it holds)."""
     with open(os.path.join(HERE, KERNEL_PTX), "rb") as f:
         data = f.read()
-    origin = ("PTX for compute_75 kept in the tree (src/kernels/copy_kernels.ptx), compiled by the driver "
+    origin = ("PTX for compute_75 kept in the tree (src/kernels/generated/copy_kernels.ptx), compiled by the driver "
               "at first use (no nvcc at build time)")
     c_file = os.path.join(tmp, "kernel_image.c")
     with open(c_file, "w") as f:

@@ -9,7 +9,7 @@ comes from.
                      libcudart_static.a of NVIDIA's runtime wheels, asked of
                      pip as build requirements (so nothing of them is needed
                      at run time); the copy kernels come from the PTX kept in
-                     src/kernels/copy_kernels.ptx
+                     src/kernels/generated/copy_kernels.ptx
 
 PYGPU_CUDA_FROM=toolkit|pypi chooses instead of looking (pypi hides any
 toolkit from the build, as CI does to build what users get); PYGPU_CUDA_MAJOR=12|13

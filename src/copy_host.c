@@ -9,6 +9,8 @@
  */
 #include "copy_plan.h"
 #include "transfer/background.h"
+#include "transfer/background_down.h"
+#include "transfer/background_up.h"
 #include "transfer/hostcopy.h"
 #include "transfer/pinned_pool.h"
 #include "transfer/settings.h"

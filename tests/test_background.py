@@ -1,5 +1,5 @@
 """Asynchronous transfers of pageable memory that complete in the
-background (src/transfer/background.c).  Uploads: to_gpu_async and
+background (src/transfer/background*.c).  Uploads: to_gpu_async and
 set_async of 1 MiB or more of pageable memory into a dense device array
 queue the DMA of each chunk behind a gate that the mover thread opens once
 it has copied that chunk into a page-locked block, and return; the

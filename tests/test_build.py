@@ -17,7 +17,7 @@ import pytest
 import pygpu
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PTX = os.path.join(ROOT, "src", "kernels", "copy_kernels.ptx")
+PTX = os.path.join(ROOT, "src", "kernels", "generated", "copy_kernels.ptx")
 
 
 def _stamp():
@@ -44,6 +44,23 @@ def test_tree_ptx_is_from_todays_kernel_source():
     wanted = [f"pygpu_{k}{e}" for k in ("copy", "transpose", "fill") for e in (1, 2, 4, 8, 16)]
     assert set(wanted) <= set(entries) and sum(e.startswith("pygpu_cast") for e in entries) == 14, entries
     assert re.search(r"^\.version 9\.0$", text, re.M), "the PTX ISA changed: setup.py's KERNEL_PTX_MAJOR says 13"
+
+
+def test_tree_ptx_says_it_is_generated():
+    """After its stamp the PTX tells its reader that it is generated, from
+    what, and the command that remakes it: tools/gen-ptx.py's note, word
+    for word, in the folder kept for generated files."""
+    arch, _, _ = _stamp()
+    spec = importlib.util.spec_from_file_location("gen_ptx", os.path.join(ROOT, "tools", "gen-ptx.py"))
+    gen_ptx = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen_ptx)
+    assert os.path.samefile(gen_ptx.PTX, PTX)
+    note = gen_ptx.NOTE.format(arch=arch)
+    with open(PTX) as f:
+        f.readline()
+        head = f.read(len(note))
+    assert head == note, "the PTX does not open with tools/gen-ptx.py's note: run tools/gen-ptx.py"
+    assert "GENERATED FILE" in note and "src/kernels/copy_kernels.cu" in note and "python3 tools/gen-ptx.py\n" in note
 
 
 def test_tree_ptx_regenerates_the_same():

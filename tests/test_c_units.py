@@ -6,7 +6,7 @@ with many callers at once (src/transfer/workers.c; also under
 ThreadSanitizer), the pool of page-locked blocks over the host runtime
 (src/transfer/pinned_pool.c), the staging lanes and their count of
 transfers at work per device (src/transfer/lanes.c), and the uploads that
-complete in the background, from twelve threads (src/transfer/background.c;
+complete in the background, from twelve threads (src/transfer/background*.c;
 these three also under ThreadSanitizer).
 
 Each is built with the system's C compiler (-Wall -Wextra -Werror) and run
@@ -32,7 +32,8 @@ UNITS = {
     "test_pinned_pool": ["src/transfer/pinned_pool.c", "src/backend/rt_host.c", "src/transfer/settings.c"],
     "test_lanes": ["src/transfer/lanes.c", "src/transfer/pinned_pool.c", "src/backend/rt_host.c",
                    "src/transfer/settings.c"],
-    "test_background": ["src/transfer/background.c", "src/transfer/background_down.c", "src/transfer/hostcopy.c",
+    "test_background": ["src/transfer/background.c", "src/transfer/background_up.c", "src/transfer/background_down.c",
+                        "src/transfer/hostcopy.c",
                         "src/transfer/workers.c", "src/transfer/lanes.c", "src/transfer/pinned_pool.c", "src/backend/rt_host.c",
                         "src/transfer/settings.c", "src/transfer/trace.c", "src/shape.c"],
 }

@@ -1,75 +1,65 @@
 /*
- * background.c -- transfers that complete in the background (see
- * background.h): their tasks, the mover and the lander threads, the
- * uploads, the reaper; the downloads' side is background_down.c.
+ * background.c -- the background's queue (see background.h): the tasks of
+ * transfers that complete in the background, the mover and the lander
+ * threads that take them, the uploads' counters, the reaper; the uploads
+ * are background_up.c, the downloads background_down.c, which make the
+ * tasks and hand them over here.
  *
- * One mover thread per process takes the tasks in the order they were
- * queued and copies each chunk of the host data into the task's
- * page-locked block with the workers; each chunk's gate, on the caller's
- * stream ahead of that chunk's DMA, holds the stream until the mover has
- * copied it.  A gate is the stream waiting for the task's counter in
- * page-locked memory to pass the chunk (the mover raises it), or, where
- * the device has no such wait, a host function waiting for the mover.
- * Either waits for host work only, never for device work, as the runtimes
- * require of host functions.  An event after the last DMA (or, where none
- * could be made, a host function) ends the task; the reaper, with the GIL
- * held, gives back the block and the counter and releases the owner once
- * the stream has passed that event and the mover is done with the task.
- *
- * An upload bigger than a ring (BG_RING_SLOTS chunks of BG_RING_CHUNK)
- * goes through one where the stream can both wait on a counter and write
- * one: the device writes the task's `sent` counter after each chunk's
- * DMA, and the mover copies chunk k into its slot once the DMA of chunk k
- * - BG_RING_SLOTS is over, so that the DMA reads lines the cores have
- * just written, still cached, and the block is small.
- *
- * Downloads: the lander thread copies each chunk out once its event has
- * passed (background_down.c).
+ * One mover thread per process takes the uploads' tasks (and the blocks
+ * to page-lock for the pool) in the order they were queued, and one
+ * lander thread the downloads'; each calls its task's `run`.  An upload's
+ * gates wait for the mover's count of chunks copied (`copied`, under
+ * bg_mu), a download's host function for the lander's `landed`.
+ * The reaper, with the GIL held, gives back a task's block and counters
+ * and releases its owner once the task is over.
  *
  * Where a background thread waits for the device (the mover for a ring
  * upload's DMAs, the lander for a download's), the device may in turn be
  * waiting for that thread: a ring's DMAs wait for it, and a stream waits
  * for the work queued before it on others (the legacy default stream and
  * the blocking streams wait for each other).  So the threads take the
- * transfers in the order their work reaches the streams
- * (`pygpu_bg_queue_mu` is held from the hand-over until the work is
- * queued): a transfer then
+ * transfers in the order their work reaches the streams (`queue_mu` is
+ * held from the hand-over until the work is queued): a transfer then
  * waits only for work queued before its own, which never waits for it.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "background.h"
-#include "background_task.h"
 #include "hostcopy.h"
 #include "lanes.h"
 #include "pinned_pool.h"
 #include "settings.h"
-#include "trace.h"
-#include "workers.h"
 #include "../fork.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-pthread_mutex_t pygpu_bg_mu = PTHREAD_MUTEX_INITIALIZER;
-pthread_mutex_t pygpu_bg_queue_mu = PTHREAD_MUTEX_INITIALIZER;      /* a transfer handed over and queued (above) */
-pthread_cond_t pygpu_bg_copied_cv = PTHREAD_COND_INITIALIZER;    /* an upload's chunk copied, or a download landed */
-static task *reap_list, *reap_tail;     /* the tasks ended, in order (pygpu_bg_mu) */
+/* A thread of the background (the mover, the lander) and its queue of
+ * tasks, taken in order (bg_mu). */
+typedef struct {
+    task *head, *tail;
+    pthread_cond_t cv;          /* a task for it, or it idle */
+    int running, busy;
+    int device;                 /* its current device, kept by its tasks' run (a new thread is on device 0) */
+} bg_thread;
+
+static pthread_mutex_t bg_mu = PTHREAD_MUTEX_INITIALIZER;       /* the threads' queues, the tasks' counts */
+static pthread_mutex_t queue_mu = PTHREAD_MUTEX_INITIALIZER;    /* a transfer handed over and queued (above) */
+static pthread_cond_t copied_cv = PTHREAD_COND_INITIALIZER;     /* an upload's chunk copied, or a download landed */
+static task *reap_list, *reap_tail;     /* the tasks ended, in order (bg_mu) */
 static int exit_wait;
 
-static void mover_run(task *t);
-static bg_thread mover = {NULL, NULL, PTHREAD_COND_INITIALIZER, 0, 0, mover_run};
-bg_thread pygpu_bg_lander = {NULL, NULL, PTHREAD_COND_INITIALIZER, 0, 0, pygpu_bg_lander_run};
-static bg_thread *const bg_threads[] = {&mover, &pygpu_bg_lander};
+static bg_thread mover = {NULL, NULL, PTHREAD_COND_INITIALIZER, 0, 0, 0};
+static bg_thread lander = {NULL, NULL, PTHREAD_COND_INITIALIZER, 0, 0, 0};
+static bg_thread *const bg_threads[] = {[PYGPU_BG_MOVER] = &mover, [PYGPU_BG_LANDER] = &lander};
 static size_t warming;          /* the size of the block the mover is asked to page-lock, if any */
-atomic_int pygpu_bg_in_flight;
+static atomic_int in_flight;    /* tasks not yet reaped */
 static atomic_int reapable;
 
 /* The uploads' counters: BG_COUNTERS of them in one page-locked block,
- * made at the first upload; those free are on a stack (pygpu_bg_mu).  Once a
+ * made at the first upload; those free are on a stack (bg_mu).  Once a
  * wait has failed, host functions gate every upload after it. */
 static uint32_t *counters;
 static short counters_free[BG_COUNTERS];
@@ -123,25 +113,19 @@ int pygpu_bg_task_threads(const task *t)
     return pygpu_transfer_threads(&cfg, (size_t)(t->start[t->nchunks] * t->itemsize), pygpu_lanes_idle());
 }
 
-static void copy_chunk(task *t, int k, int threads)
+/* A block of t->warm bytes page-locked into the pool; t is over.  (The
+ * mover's work on a task of warm_pool's.) */
+static void warm_block(task *t, int *device)
 {
-    ptrdiff_t e = t->start[k], cnt = t->start[k + 1] - e;
-    pygpu_range_job j = {{pygpu_bg_slot(t, k), NULL, 0}, {t->host, t->strides, 0}, t->shape, t->nd, t->itemsize, e, cnt,
-                         pygpu_up_stream(cnt * t->itemsize), 0};
-    pygpu_parallel_range(&j, threads);
-}
-
-/* A block of t->warm bytes page-locked into the pool; t is over. */
-static void warm_block(task *t)
-{
+    (void)device;
     void *b = pygpu_pinned_take(t->warm);
     if (b)
         pygpu_pinned_give(b);
     free(t);
-    atomic_fetch_sub(&pygpu_bg_in_flight, 1);
-    pthread_mutex_lock(&pygpu_bg_mu);
+    atomic_fetch_sub(&in_flight, 1);
+    pthread_mutex_lock(&bg_mu);
     warming = 0;
-    pthread_mutex_unlock(&pygpu_bg_mu);
+    pthread_mutex_unlock(&bg_mu);
 }
 
 /* Between two looks at something another thread (or the device) sets:
@@ -152,77 +136,23 @@ void pygpu_bg_pause_after(int spins)
         nanosleep(&(struct timespec){0, 20000}, NULL);
 }
 
-/* 1 once a ring upload's slot for chunk k is free (the device has written
- * `sent` past the DMA of chunk k - ring), 0 if the caller gave up queuing
- * the task's work (which it does once the stream has passed what it had
- * queued: no DMA reads the block any more). */
-static int slot_free(task *t, int k)
-{
-    uint32_t need = (uint32_t)(k + 1 - t->ring);
-    for (int spins = 0;; spins++) {
-        if (__atomic_load_n(t->sent, __ATOMIC_ACQUIRE) >= need)
-            return 1;
-        if (atomic_load(&t->abandon))
-            return 0;
-        pygpu_bg_pause_after(spins);
-    }
-}
-
-/* An upload's gates told that `copied` chunks are in its block: the
- * counter first (the workers' stores are visible by then), then the count
- * under the lock, which is the last the mover reads or writes of the task
- * once it is whole (the reaper keeps a task until then). */
-static void tell(task *t, int copied)
-{
-    if (t->counter)
-        __atomic_store_n(t->counter, (uint32_t)copied, __ATOMIC_RELEASE);
-    pthread_mutex_lock(&pygpu_bg_mu);
-    t->copied = copied;
-    pthread_cond_broadcast(&pygpu_bg_copied_cv);
-    pthread_mutex_unlock(&pygpu_bg_mu);
-}
-
-/* An upload's chunks into its block (a ring upload's each once its slot
- * is free), each gate told as its chunk lands.  A ring upload given up
- * is told whole where it stopped: no gate is left shut. */
-static void copy_task(task *t)
-{
-    int n = t->nchunks, threads = pygpu_bg_task_threads(t), k;
-    pygpu_workers_heat(threads - 1);            /* (they spin between its chunks, as for a staged transfer) */
-    for (k = 0; k < n && (!t->ring || k < t->ring || slot_free(t, k)); k++) {
-        copy_chunk(t, k, threads);
-        tell(t, k + 1);
-    }
-    pygpu_workers_cool();
-    if (k < n)
-        tell(t, n);
-}
-
-static void mover_run(task *t)
-{
-    if (t->warm)
-        warm_block(t);
-    else
-        copy_task(t);
-}
-
 /* A background thread: its tasks in order.  A task taken is marked
  * claimed (a download's host function then leaves it to the lander). */
 static void *thread_main(void *arg)
 {
     bg_thread *b = arg;
-    pthread_mutex_lock(&pygpu_bg_mu);
+    pthread_mutex_lock(&bg_mu);
     for (;;) {
         while (!b->head)
-            pthread_cond_wait(&b->cv, &pygpu_bg_mu);
+            pthread_cond_wait(&b->cv, &bg_mu);
         task *t = b->head;
         if (!(b->head = t->next))
             b->tail = NULL;
         t->claimed = 1;
         b->busy = 1;
-        pthread_mutex_unlock(&pygpu_bg_mu);
-        b->run(t);                  /* (t may be over and reaped from here on) */
-        pthread_mutex_lock(&pygpu_bg_mu);
+        pthread_mutex_unlock(&bg_mu);
+        t->run(t, &b->device);      /* (t may be over and reaped from here on) */
+        pthread_mutex_lock(&bg_mu);
         b->busy = 0;
         pthread_cond_broadcast(&b->cv);         /* (the wait at exit) */
     }
@@ -237,15 +167,15 @@ static void bg_at_exit(void)
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += 5;
-    pthread_mutex_lock(&pygpu_bg_mu);
+    pthread_mutex_lock(&bg_mu);
     for (int i = 0; i < 2; i++)
         while (bg_threads[i]->running && (bg_threads[i]->head || bg_threads[i]->busy))
-            if (pthread_cond_timedwait(&bg_threads[i]->cv, &pygpu_bg_mu, &until) != 0)
+            if (pthread_cond_timedwait(&bg_threads[i]->cv, &bg_mu, &until) != 0)
                 break;
-    pthread_mutex_unlock(&pygpu_bg_mu);
+    pthread_mutex_unlock(&bg_mu);
 }
 
-/* (pygpu_bg_mu held) Hand t to thread b, started if need be; 0, or -1 if it
+/* (bg_mu held) Hand t to thread b, started if need be; 0, or -1 if it
  * cannot be started. */
 static int enqueue(bg_thread *b, task *t)
 {
@@ -271,24 +201,32 @@ static int enqueue(bg_thread *b, task *t)
     return 0;
 }
 
-/* Hand t to thread b, with pygpu_bg_queue_mu taken, which the caller lets
- * go once the task's work is on the stream (so that the threads take the
- * transfers in that order); 0 and *taken set, or -1 where the thread
- * cannot be started (the task given back, the lock not held). */
-int pygpu_bg_hand_over(bg_thread *b, task *t, int *taken)
+/* Hand t to thread b, to run(t, ...), with queue_mu taken, which the
+ * caller lets go (pygpu_bg_queued) once the task's work is on the stream
+ * (so that the threads take the transfers in that order); 0 and *taken
+ * set, or -1 where the thread cannot be started (the task given back, the
+ * lock not held). */
+int pygpu_bg_hand_over(enum pygpu_bg_thread thread, task *t, void (*run)(task *t, int *device), int *taken)
 {
-    pthread_mutex_lock(&pygpu_bg_queue_mu);
-    pthread_mutex_lock(&pygpu_bg_mu);
+    bg_thread *b = bg_threads[thread];
+    t->run = run;
+    pthread_mutex_lock(&queue_mu);
+    pthread_mutex_lock(&bg_mu);
     int handed = enqueue(b, t) == 0;
-    pthread_mutex_unlock(&pygpu_bg_mu);
+    pthread_mutex_unlock(&bg_mu);
     if (!handed) {
-        pthread_mutex_unlock(&pygpu_bg_queue_mu);
+        pthread_mutex_unlock(&queue_mu);
         pygpu_bg_task_free(t);
         return -1;
     }
     *taken = 1;
-    atomic_fetch_add(&pygpu_bg_in_flight, 1);
+    atomic_fetch_add(&in_flight, 1);
     return 0;
+}
+
+void pygpu_bg_queued(void)
+{
+    pthread_mutex_unlock(&queue_mu);
 }
 
 /* No cached block of `bytes`: the mover page-locks one for the pool (the
@@ -300,14 +238,15 @@ static void warm_pool(size_t bytes)
     if (!w)
         return;
     w->warm = bytes;
-    pthread_mutex_lock(&pygpu_bg_mu);
+    w->run = warm_block;
+    pthread_mutex_lock(&bg_mu);
     if (warming == bytes || enqueue(&mover, w) != 0) {     /* (asked already: the uploads meanwhile are not) */
         free(w);
     } else {
         warming = bytes;
-        atomic_fetch_add(&pygpu_bg_in_flight, 1);
+        atomic_fetch_add(&in_flight, 1);
     }
-    pthread_mutex_unlock(&pygpu_bg_mu);
+    pthread_mutex_unlock(&bg_mu);
 }
 
 /* A counter, at 0, or NULL where there is none (the device's wait failed
@@ -317,7 +256,7 @@ static uint32_t *counter_take(void)
 {
     if (atomic_load(&waits_fail))
         return NULL;
-    pthread_mutex_lock(&pygpu_bg_mu);
+    pthread_mutex_lock(&bg_mu);
     if (!counters && !counters_tried) {
         void *p = NULL;
         counters_tried = 1;
@@ -331,27 +270,74 @@ static uint32_t *counter_take(void)
         }
     }
     uint32_t *c = ncounters_free ? &counters[counters_free[--ncounters_free]] : NULL;
-    pthread_mutex_unlock(&pygpu_bg_mu);
+    pthread_mutex_unlock(&bg_mu);
     if (c)
         __atomic_store_n(c, 0, __ATOMIC_RELAXED);
     return c;
 }
 
-/* (pygpu_bg_mu held) */
+/* (bg_mu held) */
 static void counter_give(uint32_t *c)
 {
     if (c)
         counters_free[ncounters_free++] = (short)(c - counters);
 }
 
-/* A gate by a host function: chunk k's DMA goes once the mover has copied it. */
-static void gate(void *arg)
+/* An upload's count of chunks in its block, under the lock (the last the
+ * mover writes of a whole task: the reaper keeps it until then), and its
+ * gates told. */
+void pygpu_bg_tell_copied(task *t, int copied)
 {
-    gate_arg *g = arg;
-    pthread_mutex_lock(&pygpu_bg_mu);
-    while (g->t->copied <= g->k)
-        pthread_cond_wait(&pygpu_bg_copied_cv, &pygpu_bg_mu);
-    pthread_mutex_unlock(&pygpu_bg_mu);
+    pthread_mutex_lock(&bg_mu);
+    t->copied = copied;
+    pthread_cond_broadcast(&copied_cv);
+    pthread_mutex_unlock(&bg_mu);
+}
+
+/* Until the mover has copied n of an upload's chunks (a gate by a host
+ * function, or a failed upload's end). */
+void pygpu_bg_wait_copied(task *t, int n)
+{
+    pthread_mutex_lock(&bg_mu);
+    while (t->copied < n)
+        pthread_cond_wait(&copied_cv, &bg_mu);
+    pthread_mutex_unlock(&bg_mu);
+}
+
+/* A download copied out, and its host function told. */
+void pygpu_bg_tell_landed(task *t)
+{
+    pthread_mutex_lock(&bg_mu);
+    t->landed = 1;
+    pthread_cond_broadcast(&copied_cv);
+    pthread_mutex_unlock(&bg_mu);
+}
+
+/* A download's host function, after its last DMA and event: a task still
+ * in its thread's queue comes out of it and here(t) copies it out at once
+ * (so that a host function never waits for another download's device
+ * work); then until the task is landed. */
+void pygpu_bg_claim_or_wait(enum pygpu_bg_thread thread, task *t, void (*here)(task *t))
+{
+    bg_thread *b = bg_threads[thread];
+    pthread_mutex_lock(&bg_mu);
+    if (!t->claimed) {              /* still in the lander's queue: out of it, and copied out here */
+        task **at = &b->head, *prev = NULL;
+        while (*at != t) {
+            prev = *at;
+            at = &(*at)->next;
+        }
+        *at = t->next;
+        if (b->tail == t)
+            b->tail = prev;
+        t->claimed = 1;
+        pthread_mutex_unlock(&bg_mu);
+        here(t);
+        pthread_mutex_lock(&bg_mu);
+    }
+    while (!t->landed)
+        pthread_cond_wait(&copied_cv, &bg_mu);
+    pthread_mutex_unlock(&bg_mu);
 }
 
 /* The task onto the reaper's list (no runtime call here, nor the GIL: the
@@ -362,17 +348,17 @@ void pygpu_bg_finish(void *arg)
 {
     task *t = arg;
     t->reap_next = NULL;
-    pthread_mutex_lock(&pygpu_bg_mu);
+    pthread_mutex_lock(&bg_mu);
     if (reap_tail)
         reap_tail->reap_next = t;
     else
         reap_list = t;
     reap_tail = t;
     atomic_store(&reapable, 1);
-    pthread_mutex_unlock(&pygpu_bg_mu);
+    pthread_mutex_unlock(&bg_mu);
 }
 
-/* What a task holds, given back (pygpu_bg_mu not held): its events, its
+/* What a task holds, given back (bg_mu not held): its events, its
  * counters, its block, and the task; not the owner.  For a task never
  * taken, and by the reaper (which has given the counters back already). */
 void pygpu_bg_task_free(task *t)
@@ -382,10 +368,10 @@ void pygpu_bg_task_free(task *t)
     for (int k = 0; k < BG_RING_CHUNKS && t->ev[k]; k++)      /* (a download's) */
         (void)pygpu_rt_event_destroy(t->ev[k]);
     if (t->counter || t->sent) {
-        pthread_mutex_lock(&pygpu_bg_mu);
+        pthread_mutex_lock(&bg_mu);
         counter_give(t->counter);
         counter_give(t->sent);
-        pthread_mutex_unlock(&pygpu_bg_mu);
+        pthread_mutex_unlock(&bg_mu);
     }
     if (t->block)
         pygpu_pinned_give(t->block);
@@ -459,82 +445,12 @@ int pygpu_bg_ring_tried(task *t, pygpu_stream_t s)
     return 0;
 }
 
-pygpu_status pygpu_bg_upload(char *dev, const char *host, const ptrdiff_t *strides, int nd, const ptrdiff_t *shape,
-                             ptrdiff_t itemsize, pygpu_stream_t s, void *owner, int *taken)
+void pygpu_bg_waits_failed(void)
 {
-    pygpu_status r = 0;
-    pygpu_trace_clock clock = {0};
-    PYGPU_TRACE_TICK(clock);
-    task *t = pygpu_bg_task_new(1, (char *)host, strides, nd, shape, itemsize);
-    *taken = 0;
-    if (!t)
-        return 0;
-    if (t->ring && pygpu_bg_ring_tried(t, s) != 0) {
-        pygpu_bg_task_free(t);
-        return 0;
-    }
-    t->owner = owner;
-    PYGPU_TRACE_TICK(clock);
-    if (pygpu_rt_event_create(&t->done, PYGPU_EVENT_DISABLE_TIMING) != 0) {
-        (void)pygpu_rt_get_last_error();
-        t->done = NULL;
-    }
-    PYGPU_TRACE_TICK(clock);
-    /* Queued for the mover first: a runtime that runs host functions at
-     * once (the host's) runs the first gate before this returns. */
-    if (pygpu_bg_hand_over(&mover, t, taken) != 0)
-        return 0;
-    PYGPU_TRACE_TICK(clock);
-    int k, wait = t->counter != NULL, nchunks = t->nchunks, ring = t->ring;
-    for (k = 0; r == 0 && k < nchunks; k++) {
-        ptrdiff_t e = t->start[k], bytes = (t->start[k + 1] - e) * itemsize;
-        if (wait && pygpu_rt_stream_wait_value(s, t->counter, (uint32_t)(k + 1)) != 0) {
-            atomic_store(&waits_fail, 1);
-            wait = 0;               /* (this chunk on: host functions; the mover still raises the counter) */
-        }
-        if (!wait) {
-            t->gate[k] = (gate_arg){t, k};
-            r = pygpu_rt_launch_host_func(s, gate, &t->gate[k]);
-        }
-        if (r == 0)
-            r = pygpu_rt_memcpy_async(dev + e * itemsize, pygpu_bg_slot(t, k), (size_t)bytes, PYGPU_COPY_H2D, s);
-        if (r == 0 && ring)
-            r = pygpu_rt_stream_write_value(s, t->sent, (uint32_t)(k + 1));
-    }
-    PYGPU_TRACE_TICK(clock);
-    /* The end: an event, which the reaper looks at (the stream then has
-     * nothing after the last DMA to wait for), else a host function. */
-    if (r == 0 && t->done) {
-        if ((r = pygpu_rt_event_record(t->done, s)) == 0)
-            pygpu_bg_finish(t);
-    } else if (r == 0) {
-        r = pygpu_rt_launch_host_func(s, pygpu_bg_finish, t);
-    }
-    pthread_mutex_unlock(&pygpu_bg_queue_mu);
-    PYGPU_TRACE_TICK(clock);
-    if (pygpu_trace_on) {               /* (t may be over by now) */
-        static const char *const parts[] = {"task and block", "event", "hand-over", "chunks", "end"};
-        pygpu_trace_call(&clock, parts, "pygpu background: up in %d chunks through %s, gated by %s", nchunks,
-                         ring ? "a ring" : "a whole block", wait ? "the device's wait on a counter" : "host functions");
-    }
-    if (r != 0) {
-        /* What was queued is let through (the mover copies every chunk
-         * that its gates wait for), and waited for; then a ring upload is
-         * given up (its mover waits for DMAs that were never queued), and
-         * the block goes back. */
-        (void)pygpu_rt_stream_synchronize(s);
-        (void)pygpu_rt_get_last_error();
-        atomic_store(&t->abandon, 1);
-        pthread_mutex_lock(&pygpu_bg_mu);
-        while (t->copied < t->nchunks)
-            pthread_cond_wait(&pygpu_bg_copied_cv, &pygpu_bg_mu);
-        pthread_mutex_unlock(&pygpu_bg_mu);
-        pygpu_bg_finish(t);
-    }
-    return r;
+    atomic_store(&waits_fail, 1);
 }
 
-/* (pygpu_bg_mu held) 1 if a task on the reap list is over: an upload once the
+/* (bg_mu held) 1 if a task on the reap list is over: an upload once the
  * mover has counted its last chunk (its last gate may let the DMA through
  * before) and the stream has passed its end event (a failed stream counts
  * as passed; an event never recorded has passed). */
@@ -557,7 +473,7 @@ void pygpu_bg_reap(void (*release)(void *owner))
         return;
     task *t = NULL, **to = &t, **at = &reap_list, *prev = NULL;
     int not_over = 0;
-    pthread_mutex_lock(&pygpu_bg_mu);
+    pthread_mutex_lock(&bg_mu);
     while (*at && not_over < REAP_LOOK_PAST) {
         task *o = *at;
         if (over(o)) {
@@ -577,21 +493,21 @@ void pygpu_bg_reap(void (*release)(void *owner))
         }
     }
     atomic_store(&reapable, reap_list != NULL);
-    pthread_mutex_unlock(&pygpu_bg_mu);
+    pthread_mutex_unlock(&bg_mu);
     while (t) {
         task *next = t->reap_next;
         void *owner = t->owner;
         pygpu_bg_task_free(t);
         if (owner)
             release(owner);
-        atomic_fetch_sub(&pygpu_bg_in_flight, 1);
+        atomic_fetch_sub(&in_flight, 1);
         t = next;
     }
 }
 
 int pygpu_bg_pending(void)
 {
-    return atomic_load(&pygpu_bg_in_flight);
+    return atomic_load(&in_flight);
 }
 
 /* The child of a fork has no mover; the parent's tasks are the parent's. */
@@ -599,23 +515,23 @@ static void bg_fork(enum pygpu_fork_phase phase)
 {
     if (phase != PYGPU_FORK_CHILD)
         return;
-    pthread_mutex_init(&pygpu_bg_mu, NULL);
-    pthread_cond_init(&pygpu_bg_copied_cv, NULL);
+    pthread_mutex_init(&bg_mu, NULL);
+    pthread_cond_init(&copied_cv, NULL);
     reap_list = reap_tail = NULL;
     warming = 0;
     counters = NULL;                        /* (the parent's page-locked memory is not the child's) */
     ncounters_free = counters_tried = 0;
     atomic_store(&waits_fail, 0);
     atomic_store(&writes_fail, 0);
-    pthread_mutex_init(&pygpu_bg_queue_mu, NULL);
+    pthread_mutex_init(&queue_mu, NULL);
     for (int i = 0; i < 2; i++) {
         bg_thread *b = bg_threads[i];
         pthread_cond_init(&b->cv, NULL);
         b->head = b->tail = NULL;
         b->busy = b->running = 0;           /* (started again when needed) */
+        b->device = 0;
     }
-    pygpu_bg_lander_device = 0;
-    atomic_store(&pygpu_bg_in_flight, 0);
+    atomic_store(&in_flight, 0);
     atomic_store(&reapable, 0);
 }
 

@@ -1,56 +1,115 @@
 /*
- * background.h -- uploads from pageable memory that complete in the
- * background (background.c): the call queues, on the caller's stream, the
- * DMA of each chunk from a page-locked block behind a gate (the stream
- * waiting on a counter in page-locked memory, else a host function) that
- * opens once the mover thread has copied that chunk into the block, and
- * returns; work queued on the stream afterwards sees the data.  The host
- * memory's owner and the block are kept until the mover is done with the
- * task and the stream has passed its last DMA.  Pure C, callable without
- * the GIL, except pygpu_bg_reap.
+ * background.h -- the background's queue (background.c): the tasks of
+ * transfers that complete in the background, the two threads that take
+ * them in order (the mover, for uploads and for blocks page-locked for
+ * the pool; the lander, for downloads), their locks and counts, the
+ * uploads' counters, and the reaper that gives back what finished tasks
+ * held.  The uploads (background_up.c) and the downloads
+ * (background_down.c) make tasks and hand them over here; the queue
+ * reaches their work only through the task's `run`.  Pure C, callable
+ * without the GIL, except pygpu_bg_reap.
  */
 #ifndef PYGPU_TRANSFER_BACKGROUND_H
 #define PYGPU_TRANSFER_BACKGROUND_H
 
-#include <stddef.h>
-
 #include "../backend/rt.h"
+#include "../shape.h"
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
 
 /* Uploads of fewer bytes are not worth a background task. */
 #define PYGPU_BG_MIN ((size_t)1 << 20)
 
-/* Host elements [0, n) in C order over shape (strides: the host layout)
- * up into the dense device buffer `dev` on stream s, in the background.
- * `owner` (a PyObject holding the host memory, with a reference the task
- * takes over) is handed to the reaper once the host memory has been read.
- * *taken = 0 when the upload is not for the background, and the caller
- * keeps its reference: no cached page-locked block fits (the mover then
- * page-locks one for the pool, so that the next upload of this size goes
- * in the background: that takes milliseconds a hundred MiB, which are not
- * the caller's), or no mover thread could be started.  Else a status:
- * where queuing failed part way, the stream is waited for before this
- * returns, and the task is over. */
-pygpu_status pygpu_bg_upload(char *dev, const char *host, const ptrdiff_t *strides, int nd, const ptrdiff_t *shape,
-                             ptrdiff_t itemsize, pygpu_stream_t s, void *owner, int *taken);
-/* The dense device buffer `dev` down into host elements [0, n) in C order
- * over shape (strides: the host layout) on stream s, in the background:
- * the call queues each chunk's DMA into a page-locked block and an event
- * after it, then a host function that holds the stream until the lander
- * thread has copied every chunk out (each as soon as its event has
- * passed), and returns.  A download bigger than the last-level cache goes
- * through a block of four chunks, each DMA behind a gate (the stream's
- * wait on a counter) that opens once the lander has copied out the chunk
- * that slot held.  Work queued on the stream afterwards, and its
- * synchronization, see the host memory written.  `owner` (a PyObject
- * holding the host memory, with a reference the task takes over) is
- * handed to the reaper once the task is over.  *taken = 0 when the
- * download is not for the background (as for pygpu_bg_upload: no cached
- * block fits, or no events could be made), and the caller keeps its
- * reference; so too where the stream cannot wait on a counter for a ring.
- * Else a status: where queuing failed part way, the stream is waited
- * for before this returns, and the task is over. */
-pygpu_status pygpu_bg_download(char *host, const ptrdiff_t *strides, int nd, const ptrdiff_t *shape,
-                               ptrdiff_t itemsize, const char *dev, pygpu_stream_t s, void *owner, int *taken);
+#define BG_CHUNKS 256           /* chunks of an upload, at most (each costs the caller two calls on the stream) */
+#define BG_UP_CHUNK ((ptrdiff_t)8 << 20)        /* bytes an upload's chunk, where there are 4 or more (see cut) */
+#define BG_DOWN_CHUNKS 32       /* chunks of a download into a whole block, at most (each has an event) */
+#define BG_DOWN_CHUNK ((ptrdiff_t)8 << 20)
+#define BG_RING_SLOTS 4         /* a ring's block: this many chunks */
+#define BG_RING_CHUNK ((ptrdiff_t)16 << 20)     /* bytes a ring's chunk, at most (see cut) */
+#define BG_RING_CHUNKS 128      /* chunks of a transfer through a ring, at most */
+#define BG_COUNTERS 1024        /* counters in use at once, at most (then host functions gate the uploads) */
+
+typedef struct task task;
+
+typedef struct {
+    task *t;
+    int k;
+} gate_arg;
+
+/* The background's two threads, each with its queue of tasks. */
+enum pygpu_bg_thread { PYGPU_BG_MOVER, PYGPU_BG_LANDER };
+
+struct task {
+    task *next;                 /* in the mover's (or lander's) queue */
+    task *reap_next;            /* in the reaper's list (an upload is there while the mover may still have it) */
+    /* What its thread does with it, without the queue's lock; `device`:
+     * the thread's current device, which the call keeps (a new thread is
+     * on device 0). */
+    void (*run)(task *t, int *device);
+    char *block;                /* the page-locked copy of the host data */
+    char *host;
+    ptrdiff_t shape[PYGPU_MAXDIMS], strides[PYGPU_MAXDIMS], itemsize;
+    int nd, nchunks;
+    ptrdiff_t start[BG_CHUNKS + 1];     /* chunk k: elements [start[k], start[k + 1]) */
+    int copied;                 /* an upload's chunks in the block (the queue's lock) */
+    int upload;
+    uint32_t *counter;          /* an upload's chunks copied (a ring download's copied out), for the
+                                 * device's wait; or NULL */
+    uint32_t *sent;             /* a ring upload's DMAs over, written by the device */
+    atomic_int abandon;         /* a ring upload's queuing failed: the mover stops at the next slot */
+    pygpu_event_t done;         /* an upload's, after its last DMA; or NULL (then a host function ends it) */
+    gate_arg gate[BG_CHUNKS];
+    void *owner;
+    size_t warm;                /* not an upload: page-lock a block of this size for the pool */
+    /* A download: the event after each chunk's DMA, the chunks queued (the
+     * lander copies out those; queuing over once `queue_over`), the
+     * device, and whether the lander is done.  A ring download's block
+     * holds `ring` chunks in turn: chunk k's DMA waits for the lander's
+     * count (`counter`, chunks copied out) to reach k + 1 - ring; a ring
+     * upload's, for the device's count (`sent`) to pass k + 1 - ring
+     * before the mover copies chunk k. */
+    pygpu_event_t ev[BG_RING_CHUNKS];
+    atomic_int queued, queue_over;
+    int device, landed, ring;   /* landed: the queue's lock */
+    int land_stream;            /* a download's copy-out with non-temporal stores (past the cache) */
+    int claimed;                /* taken by its thread (the queue's lock); a download's host function may take it first */
+};
+
+/* A task for host elements [0, n) (see background.c), or NULL. */
+task *pygpu_bg_task_new(int upload, char *host, const ptrdiff_t *strides, int nd, const ptrdiff_t *shape,
+                        ptrdiff_t itemsize);
+/* Its events, counters, block and itself given back; not the owner. */
+void pygpu_bg_task_free(task *t);
+/* Hand t to thread `thread`, which calls t->run(t, ...), with the queue
+ * taken until the caller has queued the task's work and called
+ * pygpu_bg_queued (see background.c); 0, or -1 (t given back). */
+int pygpu_bg_hand_over(enum pygpu_bg_thread thread, task *t, void (*run)(task *t, int *device), int *taken);
+/* The task's work is on the stream: the next transfer may be handed over. */
+void pygpu_bg_queued(void);
+/* The task onto the reaper's list (a host function, or called). */
+void pygpu_bg_finish(void *arg);
+/* 0 if the stream can wait (and, for an upload, write) for a ring. */
+int pygpu_bg_ring_tried(task *t, pygpu_stream_t s);
+/* The device's wait on a counter failed: no counter from here on. */
+void pygpu_bg_waits_failed(void);
+/* Where chunk k is in the task's block. */
+char *pygpu_bg_slot(const task *t, int k);
+/* The threads that copy a task's chunks. */
+int pygpu_bg_task_threads(const task *t);
+/* Between two looks at something another thread or the device sets. */
+void pygpu_bg_pause_after(int spins);
+/* An upload's `copied` set, and those waiting for it told. */
+void pygpu_bg_tell_copied(task *t, int copied);
+/* Until an upload's `copied` reaches n. */
+void pygpu_bg_wait_copied(task *t, int n);
+/* A download's `landed` set, and those waiting for it told. */
+void pygpu_bg_tell_landed(task *t);
+/* Until a download is landed; where its thread has not taken it yet, it
+ * is taken out of that thread's queue and here(t) lands it at once. */
+void pygpu_bg_claim_or_wait(enum pygpu_bg_thread thread, task *t, void (*here)(task *t));
+
 /* Give back what finished tasks held: their blocks to the pinned pool, and
  * each owner to release(owner) (called with the GIL held). */
 void pygpu_bg_reap(void (*release)(void *owner));

@@ -1,6 +1,6 @@
 /*
  * background_down.c -- downloads that complete in the background (see
- * background.h; their tasks and threads are background.c's).
+ * background_down.h; their tasks and threads are background.c's).
  *
  * The call queues each chunk's DMA into the task's page-locked block and
  * an event after it, then a host function that holds the stream until
@@ -12,16 +12,13 @@
  * cached, and the block is small.
  */
 #define _POSIX_C_SOURCE 200809L
+#include "background_down.h"
 #include "background.h"
-#include "background_task.h"
 #include "hostcopy.h"
 #include "trace.h"
 #include "workers.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
-#include <stdio.h>
-#include <time.h>
 
 /* A download's chunk k from the block into the host memory. */
 static void land_chunk(task *t, int k, int threads)
@@ -66,10 +63,7 @@ static void land_task(task *t, int wait)
     pygpu_workers_cool();
     if (!ok)
         (void)pygpu_rt_get_last_error();
-    pthread_mutex_lock(&pygpu_bg_mu);
-    t->landed = 1;
-    pthread_cond_broadcast(&pygpu_bg_copied_cv);
-    pthread_mutex_unlock(&pygpu_bg_mu);
+    pygpu_bg_tell_landed(t);
 }
 
 /* The lander: a thread of its own, apart from the mover (it waits for
@@ -81,23 +75,29 @@ static void land_task(task *t, int wait)
  * (all its DMAs are over by then), so that a host function never waits
  * for another download's device work: where the runtime runs host
  * functions on one thread, that could be waiting for a gate queued behind
- * it. */
-int pygpu_bg_lander_device;       /* the lander's current device (a new thread is on device 0) */
-
-void pygpu_bg_lander_run(task *t)
+ * it.  `device`: the lander's current device (a new thread is on device
+ * 0). */
+static void lander_run(task *t, int *device)
 {
     /* On the download's device, set only where it differs: the one CI
      * failure of the lander was LeakSanitizer's check crashing at exit
      * ("Tracer caught signal 11"), which tools/asan.sh ties to
      * thread-local variables set in threads of a dlopen'ed library, and
      * setting the device sets one. */
-    if (t->device != pygpu_bg_lander_device) {
+    if (t->device != *device) {
         if (pygpu_rt_set_device(t->device) == 0)
-            pygpu_bg_lander_device = t->device;
+            *device = t->device;
         else
             (void)pygpu_rt_get_last_error();
     }
     land_task(t, 1);
+}
+
+/* A download still in the lander's queue when its host function runs,
+ * copied out there (all its DMAs are over). */
+static void land_here(task *t)
+{
+    land_task(t, 0);
 }
 
 /* After a download's last DMA and event: the stream goes on once the
@@ -106,24 +106,7 @@ void pygpu_bg_lander_run(task *t)
 static void landed(void *arg)
 {
     task *t = arg;
-    pthread_mutex_lock(&pygpu_bg_mu);
-    if (!t->claimed) {              /* still in the lander's queue: out of it, and copied out here */
-        task **at = &pygpu_bg_lander.head, *prev = NULL;
-        while (*at != t) {
-            prev = *at;
-            at = &(*at)->next;
-        }
-        *at = t->next;
-        if (pygpu_bg_lander.tail == t)
-            pygpu_bg_lander.tail = prev;
-        t->claimed = 1;
-        pthread_mutex_unlock(&pygpu_bg_mu);
-        land_task(t, 0);
-        pthread_mutex_lock(&pygpu_bg_mu);
-    }
-    while (!t->landed)
-        pthread_cond_wait(&pygpu_bg_copied_cv, &pygpu_bg_mu);
-    pthread_mutex_unlock(&pygpu_bg_mu);
+    pygpu_bg_claim_or_wait(PYGPU_BG_LANDER, t, land_here);
     pygpu_bg_finish(t);
 }
 
@@ -170,7 +153,7 @@ pygpu_status pygpu_bg_download(char *host, const ptrdiff_t *strides, int nd, con
         return 0;
     }
     PYGPU_TRACE_TICK(clock);
-    if (pygpu_bg_hand_over(&pygpu_bg_lander, t, taken) != 0)
+    if (pygpu_bg_hand_over(PYGPU_BG_LANDER, t, lander_run, taken) != 0)
         return 0;
     t->owner = owner;                   /* (read by the reaper only, once the task is over) */
     PYGPU_TRACE_TICK(clock);
@@ -189,7 +172,7 @@ pygpu_status pygpu_bg_download(char *host, const ptrdiff_t *strides, int nd, con
     PYGPU_TRACE_TICK(clock);
     if (r == 0)
         r = pygpu_rt_launch_host_func(s, landed, t);
-    pthread_mutex_unlock(&pygpu_bg_queue_mu);
+    pygpu_bg_queued();
     PYGPU_TRACE_TICK(clock);
     if (pygpu_trace_on) {
         static const char *const parts[] = {"task and block", "events", "hand-over", "chunks", "end"};

@@ -1,6 +1,6 @@
 /*
  * test_background.c -- uploads and downloads that complete in the
- * background (src/transfer/background.c) over the host runtime, from
+ * background (src/transfer/background*.c) over the host runtime, from
  * twelve threads at once (six uploading, six downloading): the first
  * transfer of a size is declined while the mover page-locks a block of
  * that size, the next is taken; every taken transfer delivers its bytes
@@ -12,6 +12,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
 #include "transfer/background.h"
+#include "transfer/background_down.h"
+#include "transfer/background_up.h"
 #include "transfer/pinned_pool.h"
 #include "fork.h"
 
