@@ -15,9 +15,7 @@
 #include <stddef.h>
 
 #include "../backend/rt.h"
-
-/* Uploads of fewer bytes are not worth a background task. */
-#define PYGPU_BG_MIN ((size_t)1 << 20)
+#include "../tuning.h"          /* (PYGPU_BG_MIN: uploads of fewer bytes are not worth a background task) */
 
 /* Host elements [0, n) in C order over shape (strides: the host layout)
  * up into the dense device buffer `dev` on stream s, in the background.
