@@ -11,10 +11,10 @@
 #define _POSIX_C_SOURCE 200809L
 #include "fork.h"
 #include "backend/rt.h"
+#include "env.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdlib.h>
 #include <string.h>
 
 static atomic_int used;             /* this process has called the runtime */
@@ -57,8 +57,7 @@ static void child(void)
 
 static void install(void)
 {
-    const char *rule = getenv("PYGPU_HOST_FORK_RULE");
-    survives_fork = !strcmp(pygpu_rt_vendor(), "host") && !(rule && !strcmp(rule, "gpu"));
+    survives_fork = !strcmp(pygpu_rt_vendor(), "host") && !pygpu_env_get()->host_fork_rule_gpu;
     pthread_atfork(prepare, parent, child);
 }
 

@@ -81,9 +81,8 @@ static int module_exec(PyObject *m)
     pygpu_transfer_init();
     st->use_pool = 1;
     st->use_cache = !pygpu_rt_alloc_is_cheap();
-    const char *cache_env = getenv("PYGPU_BLOCK_CACHE");     /* 0/1: override, for tests */
-    if (cache_env && *cache_env)
-        st->use_cache = atoi(cache_env) != 0;
+    if (pygpu_env_get()->block_cache >= 0)                  /* 0/1: override, for tests */
+        st->use_cache = pygpu_env_get()->block_cache;
     if (pygpu_import_numpy() < 0)
         return -1;
     if (pygpu_names_init(st) < 0)

@@ -19,15 +19,16 @@
 #include <numpy/arrayobject.h>
 
 #include "backend/rt.h"
+#include "env.h"
 #include "fork.h"
 #include "shape.h"
+#include "tuning.h"
 
 /* Small blocks freed on the legacy default stream, kept for the next
  * allocation of the same size on that stream (stream order makes the reuse
- * safe, as in the runtime's own pool, which costs a microsecond or two a
- * call: this makes empty(1000) cheap).  Bounded; trim_memory_pool() empties it. */
-#define PYGPU_CACHE_SLOTS 16
-#define PYGPU_CACHE_MAX_BLOCK ((size_t)64 << 10)
+ * safe, as in the runtime's own pool, which costs more a call: this makes
+ * empty(1000) cheap).  Bounded (PYGPU_CACHE_SLOTS blocks of at most
+ * PYGPU_CACHE_MAX_BLOCK, tuning.h); trim_memory_pool() empties it. */
 typedef struct {
     int n;
     struct { void *ptr; size_t size; int device; } block[PYGPU_CACHE_SLOTS];

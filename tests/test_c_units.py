@@ -27,15 +27,15 @@ SRC = os.path.join(ROOT, "src")
 UNITS = {
     "test_shape": ["src/shape.c"],
     "test_dlpack_check": ["src/dlpack_check.c", "src/shape.c"],
-    "test_devcopy": ["src/devcopy.c", "src/backend/kernels_host.c", "src/shape.c"],
+    "test_devcopy": ["src/devcopy.c", "src/backend/kernels_host.c", "src/shape.c", "src/env.c"],
     "test_workers": ["src/transfer/workers.c"],
-    "test_pinned_pool": ["src/transfer/pinned_pool.c", "src/backend/rt_host.c", "src/transfer/settings.c"],
+    "test_pinned_pool": ["src/transfer/pinned_pool.c", "src/backend/rt_host.c", "src/transfer/settings.c", "src/env.c"],
     "test_lanes": ["src/transfer/lanes.c", "src/transfer/pinned_pool.c", "src/backend/rt_host.c",
-                   "src/transfer/settings.c"],
+                   "src/transfer/settings.c", "src/env.c"],
     "test_background": ["src/transfer/background.c", "src/transfer/background_up.c", "src/transfer/background_down.c",
                         "src/transfer/hostcopy.c",
                         "src/transfer/workers.c", "src/transfer/lanes.c", "src/transfer/pinned_pool.c", "src/backend/rt_host.c",
-                        "src/transfer/settings.c", "src/transfer/trace.c", "src/shape.c"],
+                        "src/transfer/settings.c", "src/transfer/trace.c", "src/shape.c", "src/env.c"],
 }
 CC = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer"]

@@ -307,10 +307,10 @@ def _staging_default_on_a_gpu():
 
 
 def _pooled_get_min():
-    """POOLED_GET_MIN of src/transfer/pinned_pool.c: get()'s arrays from this size
+    """PYGPU_POOLED_GET_MIN of src/tuning.h: get()'s arrays from this size
     come from the page-locked pool."""
-    with open(os.path.join(REPO, "src", "transfer", "pinned_pool.c"), encoding="utf-8") as f:
-        m = re.search(r"#define POOLED_GET_MIN \(\(size_t\)(\d+) << (\d+)\)", f.read())
+    with open(os.path.join(REPO, "src", "tuning.h"), encoding="utf-8") as f:
+        m = re.search(r"#define PYGPU_POOLED_GET_MIN \(\(size_t\)(\d+) << (\d+)\)", f.read())
     return int(m.group(1)) << int(m.group(2))
 
 

@@ -17,7 +17,9 @@
  */
 #define _GNU_SOURCE
 #include "rt.h"
+#include "env.h"
 #include "kernels/kernels.h"
+#include "tuning.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -51,7 +53,6 @@ extern const char pygpu_kernel_image_origin[];
 #define MAX_DEVICES 64
 #define NSIZES 5                /* element sizes 1 2 4 8 16 */
 #define NSIZED 3                /* copy, transpose, fill: a kernel per element size */
-#define BLOCKS_PER_SM 8         /* of 256 threads: a full SM */
 
 #if defined(PYGPU_BACKEND_HIP) || defined(PYGPU_KERNEL_IMAGE)      /* (the kernels' names, to find them) */
 static const char *const sized_names[NSIZED] = {"pygpu_copy", "pygpu_transpose", "pygpu_fill"};
@@ -155,7 +156,7 @@ static rt_error load_on(int dev, device_kernels *d)
             return e;
     if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess)
         return e;
-    d->blocks = (unsigned)(sms > 0 ? sms : 1) * BLOCKS_PER_SM;
+    d->blocks = (unsigned)(sms > 0 ? sms : 1) * PYGPU_BLOCKS_PER_SM;
     return cudaSuccess;
 }
 
@@ -280,7 +281,7 @@ static rt_error load_on(int dev, device_kernels *d)
         snprintf(name, sizeof name, "pygpu_cast%d", t);
         e = hipModuleGetFunction(&d->cast[t], d->module, name);
     }
-    d->blocks = (unsigned)(p.multiProcessorCount > 0 ? p.multiProcessorCount : 1) * BLOCKS_PER_SM;
+    d->blocks = (unsigned)(p.multiProcessorCount > 0 ? p.multiProcessorCount : 1) * PYGPU_BLOCKS_PER_SM;
     return e;
 }
 
@@ -299,11 +300,7 @@ static rt_error launch(rt_fn fn, unsigned grid, unsigned bx, unsigned by, const 
 
 /* PYGPU_KERNELS=0 switches them off: device copies take the planner's
  * other ways (a way round a kernel that misbehaves on some GPU). */
-static int switched_off(void)
-{
-    const char *v = getenv("PYGPU_KERNELS");
-    return v && strcmp(v, "0") == 0;
-}
+static int switched_off(void) { return pygpu_env_get()->kernels_off; }
 
 /* This device's entry, made ready the first time; NULL with *e set when it
  * is not (or the device is not known). */

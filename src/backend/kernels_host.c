@@ -10,20 +10,15 @@
  */
 #include "rt.h"
 #include "kernels/kernels.h"
+#include "env.h"
 #include "shape.h"
-
-#include <stdlib.h>
 
 #define H_INVALID_VALUE 1       /* (rt_host.c's numbering: the CUDA runtime's) */
 #define H_NOT_SUPPORTED 801
 
 /* PYGPU_KERNELS=0 switches them off (the planner's other ways then run:
  * the tests of those use it). */
-static int switched_off(void)
-{
-    const char *v = getenv("PYGPU_KERNELS");
-    return v && strcmp(v, "0") == 0;
-}
+static int switched_off(void) { return pygpu_env_get()->kernels_off; }
 
 pygpu_status pygpu_rt_kernels_ready(void) { return switched_off() ? H_NOT_SUPPORTED : 0; }
 

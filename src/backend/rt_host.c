@@ -7,23 +7,23 @@
  * them (and the original PyGPU's cudaError_t objects) behaves the same on
  * machines without a GPU.
  *
- * Environment: PYGPU_HOST_DEVICES (how many devices to present, default 1)
- * and PYGPU_HOST_MEMORY (bytes of "device memory", suffixes K/M/G/T; default
- * the machine's physical memory; allocations past it fail as out of memory)
- * and PYGPU_HOST_PEER (0: the devices refuse peer access to each other, so
- * that the staged path between devices runs; 2: they grant it, but a peer
- * copy into pool memory granted to the source device writes nothing, as a
- * 2026 driver did, so that the check of a new pair is tested; default 1)
- * and PYGPU_HOST_POOL
- * (bytes the pool of freed large blocks may hold; see "memory" below) and
- * PYGPU_HOST_WAIT_VALUE (0: streams have no wait on a counter, nor write of
- * one, so that background uploads are gated by host functions and no
- * transfer goes through a ring; default 1).
+ * Environment (read by env.c; docs/environment.md): PYGPU_HOST_DEVICES
+ * (how many devices to present), PYGPU_HOST_MEMORY (bytes of "device
+ * memory"; allocations past it fail as out of memory), PYGPU_HOST_PEER
+ * (0: the devices refuse peer access to each other, so that the staged
+ * path between devices runs; 2: they grant it, but a peer copy into pool
+ * memory granted to the source device writes nothing, as a 2026 driver
+ * did, so that the check of a new pair is tested), PYGPU_HOST_POOL (bytes the pool of freed
+ * large blocks may hold; see "memory" below), PYGPU_HOST_WAIT_VALUE (0:
+ * streams have no wait on a counter, nor write of one, so that background
+ * uploads are gated by host functions and no transfer goes through a
+ * ring) and PYGPU_HOST_FAIL_COPY (a copy that fails, for tests).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "rt.h"
+#include "env.h"
+#include "tuning.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -127,47 +127,17 @@ static size_t memory_limit;             /* 0: the physical memory */
 static atomic_size_t memory_in_use;
 static size_t pool_limit;               /* bytes the pool of freed blocks may hold */
 
-static size_t parse_bytes(const char *s)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s)
-        return 0;
-    switch (*end) {
-    case 'T': case 't': v <<= 10; /* fall through */
-    case 'G': case 'g': v <<= 10; /* fall through */
-    case 'M': case 'm': v <<= 10; /* fall through */
-    case 'K': case 'k': v <<= 10; break;
-    default: break;
-    }
-    return (size_t)v;
-}
-
 static void read_pool_config(void);
 
 static void read_config(void)
 {
-    const char *s = getenv("PYGPU_HOST_DEVICES");
-    if (s) {
-        int n = atoi(s);
-        n_devices = n < 1 ? 1 : n > 64 ? 64 : n;
-    }
-    s = getenv("PYGPU_HOST_MEMORY");
-    if (s)
-        memory_limit = parse_bytes(s);
-    s = getenv("PYGPU_HOST_PEER");
-    if (s)
-        peer_ok = atoi(s) == 2 ? 2 : atoi(s) != 0;
-    s = getenv("PYGPU_HOST_WAIT_VALUE");
-    if (s)
-        wait_value_ok = atoi(s) != 0;
-    s = getenv("PYGPU_HOST_FAIL_COPY");
-    if (s) {
-        char *colon;
-        fail_copy_bytes = (size_t)strtoull(s, &colon, 10);
-        fail_copy_nth = *colon == ':' ? atol(colon + 1) : 0;
-    }
+    const pygpu_env *env = pygpu_env_get();
+    n_devices = env->host_devices;
+    memory_limit = env->host_memory;
+    peer_ok = env->host_peer;
+    wait_value_ok = env->host_wait_value;
+    fail_copy_bytes = env->host_fail_copy_bytes;
+    fail_copy_nth = env->host_fail_copy_nth;
     read_pool_config();
 }
 
@@ -251,27 +221,25 @@ pygpu_status pygpu_rt_mem_get_info(size_t *free_bytes, size_t *total_bytes)
  * header keeps the 256-byte alignment that the GPU runtimes give. */
 #define HEADER 256
 
-/* The pool: freed device blocks of POOL_MIN bytes or more, kept for the
- * next allocation of about their size, as the GPU runtimes' stream-ordered
- * pools keep theirs.  glibc reuses smaller blocks from its heaps by itself;
- * larger ones (past its mmap threshold, 128 KiB rising to 32 MiB) it maps
- * at every malloc and unmaps at every free, so that each to_gpu() of
- * 64 MiB took fresh pages and paid their faults (2.6 GB/s, against 23 for
- * set() into an existing array).  Raising M_MMAP_THRESHOLD with mallopt
+/* The pool: freed device blocks of PYGPU_HOST_POOL_MIN bytes or more, kept
+ * for the next allocation of about their size, as the GPU runtimes'
+ * stream-ordered pools keep theirs.  glibc reuses smaller blocks from its
+ * heaps by itself; larger ones (past its mmap threshold, 128 KiB rising to
+ * 32 MiB) it maps at every malloc and unmaps at every free, so that each
+ * to_gpu() of a big array took fresh pages and paid their faults
+ * (docs/performance.md#host-pool).  Raising M_MMAP_THRESHOLD with mallopt
  * would do it too, but for the whole process (NumPy's and Python's
  * allocations as well), and freed heap memory goes back to the system only
  * from the heap's top; a short list of our own blocks is bounded, ours
- * alone, and trimmed on demand.  Bounds: POOL_SLOTS blocks and pool_limit
- * bytes (PYGPU_HOST_POOL, default 1 GiB but at most a quarter of the
- * "device memory"; 0 turns the pool off), and live plus pooled memory stays
- * within PYGPU_HOST_MEMORY.  Pooled bytes count as free in mem_get_info(),
- * since the next allocation takes them; trim_memory_pool() frees them. */
-#define POOL_MIN ((size_t)1 << 20)
-#define POOL_GRAIN ((size_t)64 << 10)
-#define POOL_SLOTS 32
+ * alone, and trimmed on demand.  Bounds: PYGPU_HOST_POOL_SLOTS blocks and
+ * pool_limit bytes (PYGPU_HOST_POOL, default PYGPU_HOST_POOL_DEFAULT but at
+ * most a quarter of the "device memory"; 0 turns the pool off), and live
+ * plus pooled memory stays within PYGPU_HOST_MEMORY.  Pooled bytes count as
+ * free in mem_get_info(), since the next allocation takes them;
+ * trim_memory_pool() frees them. */
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct { void *base; size_t cap; } pool[POOL_SLOTS];    /* oldest first */
+static struct { void *base; size_t cap; } pool[PYGPU_HOST_POOL_SLOTS];    /* oldest first */
 static int pool_n;
 static size_t pool_bytes;
 
@@ -282,23 +250,23 @@ static void pool_fork_child(void) { pthread_mutex_init(&pool_lock, NULL); }
 /* Configured once: the pool's byte bound. */
 static void read_pool_config(void)
 {
-    const char *s = getenv("PYGPU_HOST_POOL");
     size_t quarter = (memory_limit ? memory_limit : physical_memory()) / 4;
-    pool_limit = s ? parse_bytes(s) : (size_t)1 << 30;
+    pool_limit = pygpu_env_get()->host_pool;
     if (pool_limit > quarter)
         pool_limit = quarter;
     pthread_atfork(pool_fork_prepare, pool_fork_parent, pool_fork_child);
 }
 
-/* The pooled block that best fits n bytes (at most n/8 more), taken out of
- * the pool; NULL if none fits.  *cap gets its size. */
+/* The pooled block that best fits n bytes (at most n/PYGPU_HOST_POOL_FIT
+ * more), taken out of the pool; NULL if none fits.  *cap gets its size. */
 static void *pool_take(size_t n, size_t *cap)
 {
     void *base = NULL;
     int best = -1;
     pthread_mutex_lock(&pool_lock);
     for (int i = 0; i < pool_n; i++)
-        if (pool[i].cap >= n && pool[i].cap - n <= n / 8 && (best < 0 || pool[i].cap < pool[best].cap))
+        if (pool[i].cap >= n && pool[i].cap - n <= n / PYGPU_HOST_POOL_FIT &&
+            (best < 0 || pool[i].cap < pool[best].cap))
             best = i;
     if (best >= 0) {
         base = pool[best].base;
@@ -312,12 +280,12 @@ static void *pool_take(size_t n, size_t *cap)
 }
 
 /* Take the oldest blocks out until the pool holds at most `keep` bytes and
- * has a free slot if `slot`; they go to out[] (POOL_SLOTS long), to be freed
+ * has a free slot if `slot`; they go to out[] (PYGPU_HOST_POOL_SLOTS long), to be freed
  * outside the lock.  Returns how many.  Call with the lock held. */
 static int pool_evict_locked(size_t keep, int slot, void **out)
 {
     int k = 0;
-    while (pool_n > 0 && (pool_bytes > keep || (slot && pool_n == POOL_SLOTS))) {
+    while (pool_n > 0 && (pool_bytes > keep || (slot && pool_n == PYGPU_HOST_POOL_SLOTS))) {
         out[k++] = pool[0].base;
         pool_bytes -= pool[0].cap;
         memmove(&pool[0], &pool[1], (size_t)(pool_n - 1) * sizeof pool[0]);
@@ -335,7 +303,7 @@ static void free_all(void **bases, int k)
 /* Shrink the pool to at most keep_bytes, freeing the oldest blocks. */
 static void pool_trim(size_t keep_bytes)
 {
-    void *out[POOL_SLOTS];
+    void *out[PYGPU_HOST_POOL_SLOTS];
     pthread_mutex_lock(&pool_lock);
     int k = pool_evict_locked(keep_bytes, 0, out);
     pthread_mutex_unlock(&pool_lock);
@@ -346,7 +314,7 @@ static void pool_trim(size_t keep_bytes)
  * must free it (past the pool's bounds). */
 static int pool_give(void *base, size_t cap)
 {
-    void *out[POOL_SLOTS];
+    void *out[PYGPU_HOST_POOL_SLOTS];
     int kept = 0, k = 0;
     size_t total = total_memory(), live = atomic_load(&memory_in_use);
     size_t room = pool_limit;
@@ -373,7 +341,7 @@ static pygpu_status block_alloc(void **p, size_t n, int counted)
     *p = NULL;
     if (n == 0)
         return H_SUCCESS;
-    if (n > SIZE_MAX - HEADER - POOL_GRAIN)
+    if (n > SIZE_MAX - HEADER - PYGPU_HOST_POOL_GRAIN)
         return fail(H_MEMORY_ALLOCATION);
     if (counted) {
         size_t limit = total_memory();
@@ -382,8 +350,8 @@ static pygpu_status block_alloc(void **p, size_t n, int counted)
             atomic_fetch_sub(&memory_in_use, n);
             return fail(H_MEMORY_ALLOCATION);
         }
-        if (n >= POOL_MIN && pool_limit) {
-            cap = (n + POOL_GRAIN - 1) / POOL_GRAIN * POOL_GRAIN;
+        if (n >= PYGPU_HOST_POOL_MIN && pool_limit) {
+            cap = (n + PYGPU_HOST_POOL_GRAIN - 1) / PYGPU_HOST_POOL_GRAIN * PYGPU_HOST_POOL_GRAIN;
             base = pool_take(n, &cap);
             if (!base)
                 pool_trim(limit - (used + n));      /* live and pooled within the limit */
@@ -412,7 +380,7 @@ static pygpu_status block_free(void *p)
     int counted = base[1] != 0;
     if (counted)
         atomic_fetch_sub(&memory_in_use, base[0]);
-    if (!(counted && base[0] >= POOL_MIN && pool_give(base, base[2])))
+    if (!(counted && base[0] >= PYGPU_HOST_POOL_MIN && pool_give(base, base[2])))
         free(base);
     return H_SUCCESS;
 }

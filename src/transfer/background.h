@@ -14,13 +14,11 @@
 
 #include "../backend/rt.h"
 #include "../shape.h"
+#include "../tuning.h"          /* (PYGPU_BG_MIN: uploads of fewer bytes are not worth a background task) */
 
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
-
-/* Uploads of fewer bytes are not worth a background task. */
-#define PYGPU_BG_MIN ((size_t)1 << 20)
 
 #define BG_CHUNKS 256           /* chunks of an upload, at most (each costs the caller two calls on the stream) */
 #define BG_UP_CHUNK ((ptrdiff_t)8 << 20)        /* bytes an upload's chunk, where there are 4 or more (see cut) */

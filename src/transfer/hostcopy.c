@@ -6,7 +6,9 @@
 #include "hostcopy.h"
 #include "settings.h"
 #include "trace.h"
+#include "../env.h"
 #include "../shape.h"
+#include "../tuning.h"
 
 #include <sched.h>
 #include <stdint.h>
@@ -22,16 +24,14 @@
 
 /* ---- one range, on one thread ------------------------------------------------ */
 
-/* Runs going up of STREAM_MIN bytes or more, in chunks of at most
- * STREAM_MAX_CHUNK, are written with non-temporal stores: the staging
- * buffer then holds no dirty lines for the DMA engine to snoop out of the
- * caches (docs/performance.md: the stores). */
-#define STREAM_MIN 4096
-#define STREAM_MAX_CHUNK ((ptrdiff_t)8 << 20)
+/* Runs going up of PYGPU_STREAM_MIN bytes or more, in chunks of at most
+ * PYGPU_STREAM_MAX_CHUNK, are written with non-temporal stores: the
+ * staging buffer then holds no dirty lines for the DMA engine to snoop out
+ * of the caches (docs/performance.md#non-temporal-stores). */
 
 int pygpu_up_stream(ptrdiff_t bytes)
 {
-    return bytes <= STREAM_MAX_CHUNK;
+    return bytes <= PYGPU_STREAM_MAX_CHUNK;
 }
 
 /* The size of cpu0's level-3 cache as sysfs gives it ("307200K"), or 0. */
@@ -53,7 +53,7 @@ size_t pygpu_cache_bytes(void)
     size_t b = __atomic_load_n(&known, __ATOMIC_RELAXED);
     if (b)
         return b;
-    b = pygpu_parse_bytes(getenv("PYGPU_CACHE_BYTES"));
+    b = pygpu_env_get()->cache_bytes;
 #ifdef _SC_LEVEL3_CACHE_SIZE
     if (!b) {
         long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
@@ -63,7 +63,7 @@ size_t pygpu_cache_bytes(void)
     if (!b)
         b = sysfs_cache_bytes();
     if (!b)
-        b = (size_t)32 << 20;
+        b = PYGPU_CACHE_BYTES_GUESS;
     __atomic_store_n(&known, b, __ATOMIC_RELAXED);
     return b;
 }
@@ -129,7 +129,7 @@ static void range_copy(pygpu_range_side dst, pygpu_range_side src, int nd, const
         ptrdiff_t run = shape[inner] - idx[inner];
         if (run > count)
             run = count;
-        if (stream && step[0] == itemsize && step[1] == itemsize && run * itemsize >= STREAM_MIN)
+        if (stream && step[0] == itemsize && step[1] == itemsize && run * itemsize >= PYGPU_STREAM_MIN)
             stream_copy(p[0], p[1], (size_t)(run * itemsize));
         else
             pygpu_copy_row(p[0], step[0], p[1], step[1], run, itemsize);
@@ -156,16 +156,14 @@ static pygpu_range_side advance(pygpu_range_side s, ptrdiff_t elements, ptrdiff_
 
 /* ---- a range on the workers ----------------------------------------------------- */
 
-/* A range copy is cut into up to PARTS_PER_THREAD parts per thread, of at
- * least PART_MIN bytes each, claimed one at a time: a worker that starts
- * late (descheduled, or its core taken) then just does fewer of them
- * (docs/performance.md: the parts). */
-#define PARTS_PER_THREAD 4
-#define PART_MIN ((ptrdiff_t)32 << 10)
+/* A range copy is cut into up to PYGPU_PARTS_PER_THREAD parts per thread,
+ * of at least PYGPU_PART_MIN bytes each, claimed one at a time: a worker
+ * that starts late (descheduled, or its core taken) then just does fewer
+ * of them (docs/performance.md#parts). */
 
 int pygpu_range_parts(ptrdiff_t bytes, int threads)
 {
-    ptrdiff_t n = bytes / PART_MIN, most = (ptrdiff_t)threads * (threads > 1 ? PARTS_PER_THREAD : 1);
+    ptrdiff_t n = bytes / PYGPU_PART_MIN, most = (ptrdiff_t)threads * (threads > 1 ? PYGPU_PARTS_PER_THREAD : 1);
     if (n > most)
         n = most;
     return n < 1 ? 1 : (int)n;
@@ -270,10 +268,8 @@ int pygpu_looks_fresh(const void *p, size_t n)
 
 /* Ask for huge pages over the 2 MiB-aligned interior of [lo, lo + n): a
  * fault there then gets 2 MiB at once, where 4 KiB pages cost the kernel a
- * fault each (one thread populating 256 MiB of a private mapping: on the
- * CI machine 1.7-2.4 GB/s in 4 KiB pages, 6.6-8.5 in huge ones; on the
- * H100 host 3.0-4.1 and 4.7-8.3; docs/performance.md, fresh
- * destinations).  Where the kernel has transparent huge pages off, or none
+ * fault each (docs/performance.md#fresh-destinations: where the time
+ * goes).  Where the kernel has transparent huge pages off, or none
  * to give, the faults are those of small pages, as before. */
 static void want_huge_pages(char *lo, size_t n)
 {
@@ -296,6 +292,6 @@ void pygpu_parallel_prefault(void *p, size_t n, int threads)
         return;
     want_huge_pages(lo, pages * page);
     prefault_job j = {lo, pages * page, page};
-    int parts = (int)(pages * page / ((size_t)4 << 20));      /* 4 MiB or more each */
+    int parts = (int)(pages * page / PYGPU_PREFAULT_PART_MIN);
     pygpu_run_parallel(prefault_part, &j, parts < 1 ? 1 : parts > threads ? threads : parts, threads);
 }

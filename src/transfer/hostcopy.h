@@ -61,9 +61,8 @@ void pygpu_parallel_strided_copy(char *dst, const ptrdiff_t *dst_strides, const 
                                  const ptrdiff_t *src_strides, int nd, const ptrdiff_t *shape,
                                  ptrdiff_t itemsize, ptrdiff_t start, ptrdiff_t count);
 
-/* Destinations of this many bytes or more may be fresh from the kernel
- * (smaller arrays come from malloc's reused memory). */
-#define PYGPU_FRESH_MIN ((size_t)32 << 20)
+/* (Destinations of PYGPU_FRESH_MIN bytes or more, tuning.h, may be fresh
+ * from the kernel; smaller arrays come from malloc's reused memory.) */
 /* Whether [p, p + n) looks never touched (some sampled pages have no
  * memory yet). */
 int pygpu_looks_fresh(const void *p, size_t n);

@@ -6,6 +6,7 @@
 #include "pinned_pool.h"
 #include "pipeline.h"
 #include "../fork.h"
+#include "../tuning.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -13,8 +14,6 @@
 #include <time.h>
 
 #define MAX_LANES 32                /* in all */
-#define LANES_PER_DEVICE 8          /* transfers staged at once to one device; the next waits */
-#define LANE_IDLE_S 1.0             /* a device's second idle lane keeps its buffers this long */
 
 typedef pygpu_lane lane;
 
@@ -70,7 +69,7 @@ static void lane_drop(lane *l)
         l->buf[b] = NULL;
         l->recorded[b] = 0;
     }
-    for (int k = 0; k < WHOLE_CHUNKS; k++) {
+    for (int k = 0; k < PYGPU_WHOLE_CHUNKS; k++) {
         if (l->whole[k] && !pygpu_fork_broken())
             pygpu_rt_event_destroy(l->whole[k]);
         l->whole[k] = NULL;
@@ -104,7 +103,7 @@ static int lane_ready(lane *l, const pygpu_transfer_config *c, int dev)
 
 /* An idle lane for device `dev` (lanes_mu held): one with buffers of the
  * settings `c` there, else an empty one, else an idle one to rebuild; NULL
- * when the device has LANES_PER_DEVICE transfers at work, or none is idle. */
+ * when the device has PYGPU_LANES_PER_DEVICE transfers at work, or none is idle. */
 static lane *lane_find(const pygpu_transfer_config *c, int dev)
 {
     lane *same = NULL, *empty = NULL, *other = NULL;
@@ -120,7 +119,7 @@ static lane *lane_find(const pygpu_transfer_config *c, int dev)
         else
             other = other ? other : l;
     }
-    if (at_work >= LANES_PER_DEVICE)
+    if (at_work >= PYGPU_LANES_PER_DEVICE)
         return NULL;
     return same ? same : empty ? empty : other;
 }
@@ -156,7 +155,7 @@ void pygpu_lane_give(lane *l)
     pthread_mutex_unlock(&lanes_mu);
 }
 
-/* A lane left idle for LANE_IDLE_S while its device has another with
+/* A lane left idle for PYGPU_LANE_IDLE_S while its device has another with
  * buffers (a burst of transfers from several threads is over), claimed
  * for dropping (lanes_mu held; serves -1 marks it); NULL if none. */
 static lane *surplus_lane(void)
@@ -164,7 +163,7 @@ static lane *surplus_lane(void)
     double t = now_s();
     for (int i = 0; i < MAX_LANES; i++) {
         lane *l = &lanes[i];
-        if (l->busy || l->depth == 0 || t - l->idle_since < LANE_IDLE_S)
+        if (l->busy || l->depth == 0 || t - l->idle_since < PYGPU_LANE_IDLE_S)
             continue;
         for (int j = 0; j < MAX_LANES; j++) {
             if (j != i && lanes[j].depth > 0 && lanes[j].device == l->device && lanes[j].serves != -1) {

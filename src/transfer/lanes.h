@@ -21,9 +21,9 @@
 #include "../backend/rt.h"
 #include "settings.h"
 #include "trace.h"
+#include "../tuning.h"
 
-#define WHOLE_CHUNKS 32         /* DMA calls of a whole-buffer transfer, at most */
-_Static_assert(WHOLE_CHUNKS <= PYGPU_TRACE_DMA_MAX, "the trace records a timing event per DMA call");
+_Static_assert(PYGPU_WHOLE_CHUNKS <= PYGPU_TRACE_DMA_MAX, "the trace records a timing event per DMA call");
 
 typedef struct pygpu_lane {
     int busy, serves;           /* taken by a transfer to device `serves` */
@@ -34,7 +34,7 @@ typedef struct pygpu_lane {
     void *buf[PYGPU_MAX_DEPTH];
     pygpu_event_t ev[PYGPU_MAX_DEPTH];
     int recorded[PYGPU_MAX_DEPTH];      /* ev[b] marks buffer b's last DMA */
-    pygpu_event_t whole[WHOLE_CHUNKS];  /* one per DMA call of a whole-buffer transfer */
+    pygpu_event_t whole[PYGPU_WHOLE_CHUNKS];  /* one per DMA call of a whole-buffer transfer */
     unsigned turn;              /* whole-buffer downloads so far: where the next one starts */
 } pygpu_lane;
 

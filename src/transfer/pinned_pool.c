@@ -2,7 +2,7 @@
  * pinned_pool.c -- the caching pool of page-locked host memory; see
  * pinned_pool.h.
  *
- * Page-locking is slow (about 0.46 s per GiB for cudaHostAlloc), so blocks
+ * Page-locking is slow (docs/performance.md#pinned-pool), so blocks
  * given back are cached for the next take of a similar size, up to a limit
  * (PYGPU_PINNED_LIMIT bytes, suffixes K/M/G; default a quarter of the
  * machine's memory); past the limit, callers use ordinary memory.
@@ -10,7 +10,9 @@
 #include "pinned_pool.h"
 #include "settings.h"
 #include "../backend/rt.h"
+#include "../env.h"
 #include "../fork.h"
+#include "../tuning.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -161,11 +163,11 @@ static int slot_new(void *p, size_t size)
 
 static size_t default_limit(void)
 {
-    const char *e = getenv("PYGPU_PINNED_LIMIT");
-    if (e && *e)
-        return pygpu_parse_bytes(e);
+    const pygpu_env *env = pygpu_env_get();
+    if (env->pinned_limit_set)
+        return env->pinned_limit;
     long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
-    return pages > 0 && size > 0 ? (size_t)pages * (size_t)size / 4 : (size_t)1 << 30;
+    return pages > 0 && size > 0 ? (size_t)pages * (size_t)size / PYGPU_PINNED_LIMIT_SHARE : PYGPU_PINNED_LIMIT_GUESS;
 }
 
 /* The class lists start empty, and the limit is read from the environment
@@ -224,7 +226,7 @@ static int best_fit(size_t want)
 /* Sizes are rounded so that similar requests share blocks. */
 static size_t round_size(size_t n)
 {
-    size_t g = n >= ((size_t)1 << 20) ? (size_t)1 << 20 : (size_t)4 << 10;
+    size_t g = n >= PYGPU_PINNED_GRAIN_BIG ? PYGPU_PINNED_GRAIN_BIG : PYGPU_PINNED_GRAIN;
     return (n + g - 1) / g * g;
 }
 
@@ -334,17 +336,13 @@ void pygpu_pinned_pool_init(void)
     pygpu_fork_register(pool_fork);
 }
 
-/* get()'s arrays of this size or more, and big enough to stage, come from
- * the pool.  Smaller ones would be faster from it too (64 KiB on an H200:
- * 9.8 us into a pooled array, 11.7-16.9 staged into a new one, 17.7 the
- * runtime's way); the pool finds its blocks by size class now, and
- * whether smaller get()s should come from it awaits a measurement of
- * programs holding many results. */
-#define POOLED_GET_MIN ((size_t)1 << 20)
-
+/* get()'s arrays of PYGPU_POOLED_GET_MIN or more, and big enough to stage,
+ * come from the pool.  Smaller ones would be faster from it too; whether
+ * they should come from it awaits a measurement of programs holding many
+ * results (docs/performance.md#pooled-get). */
 int pygpu_pinned_for_get(size_t nbytes)
 {
     pygpu_transfer_config cfg;
     pygpu_transfer_config_get(&cfg);
-    return nbytes >= cfg.min_bytes && nbytes >= POOLED_GET_MIN;
+    return nbytes >= cfg.min_bytes && nbytes >= PYGPU_POOLED_GET_MIN;
 }

@@ -1,8 +1,9 @@
 /*
  * pipeline.c -- the staging engine and its pipelines; see pipeline.h.
  *
- * The runtimes copy pageable memory through small driver buffers at 7-15
- * GB/s; page-locked memory moves at the link's speed.  A transfer is cut
+ * The runtimes copy pageable memory through small driver buffers, at a
+ * fraction of the link's speed; page-locked memory moves at the link's
+ * speed (docs/performance.md#the-runtimes-batched-copy).  A transfer is cut
  * into chunks that pass through a few page-locked staging buffers (from
  * the pinned pool): the host copy of one chunk, split across the workers,
  * overlaps the DMA of the others.  Strided host layouts are gathered (or
@@ -19,6 +20,7 @@
 #include "trace.h"
 #include "workers.h"
 #include "../fork.h"
+#include "../tuning.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -63,22 +65,17 @@ static ptrdiff_t layout_size(const pygpu_host_layout *h)
     return n;
 }
 
-#define MID_WINDOW ((size_t)1 << 20)
-#define MIN_WINDOW ((size_t)512 << 10)
-
 /* Bytes per chunk for a transfer of `total` bytes: small transfers use
  * smaller chunks so that several overlap (2 * depth of them), though none
- * smaller than a quarter of the transfer, up to MID_WINDOW, nor than
- * MIN_WINDOW: each DMA call costs the link a few microseconds, which at
- * 2-3 MiB outweighs the overlap of eight windows, and each window a
- * download's copy-out some microseconds of waiting and handing out (a 1
- * MiB download in windows of 256, 384 and 384 KiB against four of 256:
- * 0.63-0.66 of the link against 0.53; docs/performance.md: mid-size
- * windows). */
+ * smaller than a quarter of the transfer, up to PYGPU_MID_WINDOW, nor
+ * than PYGPU_MIN_WINDOW: each DMA call costs the link a few microseconds,
+ * which at 2-3 MiB outweighs the overlap of eight windows, and each window
+ * a download's copy-out some microseconds of waiting and handing out
+ * (docs/performance.md#mid-size-windows). */
 static size_t chunk_bytes(const pygpu_transfer_config *cfg, size_t total)
 {
-    size_t want = total / (size_t)(2 * cfg->depth), floor = MIN_WINDOW;
-    size_t quarter = total / 4 < MID_WINDOW ? total / 4 : MID_WINDOW;
+    size_t want = total / (size_t)(2 * cfg->depth), floor = PYGPU_MIN_WINDOW;
+    size_t quarter = total / 4 < PYGPU_MID_WINDOW ? total / 4 : PYGPU_MID_WINDOW;
     if (want < quarter)
         want = quarter;
     if (want < floor)
@@ -138,8 +135,8 @@ static void engine_give(pygpu_staging_ctx *c)
     c->lane = NULL;
 }
 
-/* The chunks of a transfer of n elements: they start small (256 KiB, at
- * `unit` bytes moved per element) and double up to `per` elements, and
+/* The chunks of a transfer of n elements: they start small
+ * (PYGPU_FIRST_CHUNK, at `unit` bytes moved per element) and double up to `per` elements, and
  * shrink again at the end, so that the first host copy (nothing to overlap
  * it yet) and the last DMA (nothing left to overlap) are short. */
 typedef struct {
@@ -151,9 +148,7 @@ typedef struct {
 /* An upload's chunks while another transfer is at work on its device are
  * of at most cfg->crowd_up bytes (the size of a crowded lane's buffers),
  * also for an upload that began alone: a DMA queued is a DMA that the
- * other's waits behind (H100: a 1 MiB upload beside a 1 GiB one took 372
- * us against 55 alone with 16 MiB chunks, 128 us with 2 MiB ones,
- * docs/performance.md). */
+ * other's waits behind (docs/performance.md#crowded-lanes). */
 static ptrdiff_t crowd_elements(const pygpu_transfer_config *cfg, ptrdiff_t itemsize)
 {
     if (!cfg->crowd_up)
@@ -163,7 +158,7 @@ static ptrdiff_t crowd_elements(const pygpu_transfer_config *cfg, ptrdiff_t item
 
 static schedule schedule_of(ptrdiff_t n, ptrdiff_t per, ptrdiff_t unit)
 {
-    ptrdiff_t small = ((ptrdiff_t)256 << 10) / unit;
+    ptrdiff_t small = PYGPU_FIRST_CHUNK / unit;
     if (small < 1)
         small = 1;
     if (small > per)
@@ -209,17 +204,15 @@ typedef struct {
 } part_window;
 
 /* Where in its lane's buffers (in elements from the first) a whole-buffer
- * download of n elements lands: each one a slot of n (rounded up to 64
- * KiB) further on than the last, round the buffers.  A DMA into memory
- * whose lines the cores have just read, as the copy-out of the last
- * download did, waits while they are snooped out of the cores' caches
- * (raw cudaMemcpy of 4 MiB: 29 GB/s after eight threads read the buffer,
- * 50 with nothing between; docs/performance.md: the staging buffers'
- * lines); by the time a download comes round to the same slot, its lines
+ * download of n elements lands: each one a slot of n (rounded up to
+ * PYGPU_DOWN_SLOT) further on than the last, round the buffers.  A DMA
+ * into memory whose lines the cores have just read, as the copy-out of the
+ * last download did, waits while they are snooped out of the cores' caches
+ * (docs/performance.md#download-slots); by the time a download comes round to the same slot, its lines
  * have left the cores' own caches. */
 static ptrdiff_t download_start(const lane *l, ptrdiff_t n, ptrdiff_t itemsize, ptrdiff_t per_buf)
 {
-    ptrdiff_t unit = ((ptrdiff_t)64 << 10) / itemsize > 0 ? ((ptrdiff_t)64 << 10) / itemsize : 1;
+    ptrdiff_t unit = PYGPU_DOWN_SLOT / itemsize > 0 ? PYGPU_DOWN_SLOT / itemsize : 1;
     ptrdiff_t slot = (n + unit - 1) / unit * unit, slots = per_buf * l->depth / slot;
     return slots > 1 ? (ptrdiff_t)(l->turn % (unsigned)slots) * slot : 0;
 }
@@ -241,7 +234,7 @@ static int whole_windows(const lane *l, ptrdiff_t n, ptrdiff_t itemsize, const p
     while (schedule_next(&sch, &e, &cnt)) {
         while (cnt > 0) {
             ptrdiff_t at = from + e, b = at / per_buf, room = (b + 1) * per_buf - at, m = cnt < room ? cnt : room;
-            if (nwin == WHOLE_CHUNKS)
+            if (nwin == PYGPU_WHOLE_CHUNKS)
                 return 0;
             win[nwin++] = (part_window){e, m, (char *)l->buf[b] + (at - b * per_buf) * itemsize, (int)b};
             e += m;
@@ -353,13 +346,11 @@ static pygpu_host_layout collapsed(pygpu_host_layout h, ptrdiff_t *shape, ptrdif
 }
 
 /* An upload alone on its device that fills the staging buffers goes
- * through them as a ring, its chunks of more than PLAIN_MIN written with
- * plain stores: the DMA then reads them out of the cache, which a chunk
- * just written by many cores holds dirty only in part, and leaves the
- * memory to the host copy (docs/performance.md: big uploads alone through
- * the ring).  Uploads to two devices at once each go so: each is alone on
- * its own (docs/performance.md: several devices at once). */
-#define PLAIN_MIN ((ptrdiff_t)2 << 20)
+ * through them as a ring, its chunks of more than PYGPU_PLAIN_MIN written
+ * with plain stores: the DMA then reads them out of the cache, which a
+ * chunk just written by many cores holds dirty only in part, and leaves
+ * the memory to the host copy.  Uploads to two devices at once each go so:
+ * each is alone on its own (docs/performance.md#plain-stores-alone). */
 
 /* The host copy of elements [e, e + cnt) of h into the staging memory at
  * `to` (`plain`: an upload alone on its device through the ring, above). */
@@ -367,7 +358,7 @@ static pygpu_range_job up_job(const pygpu_host_layout *h, char *to, ptrdiff_t e,
 {
     ptrdiff_t bytes = cnt * h->itemsize;
     return (pygpu_range_job){{to, NULL, 0}, {h->ptr, h->strides, 0}, h->shape, h->nd, h->itemsize, e, cnt,
-                       !(plain && bytes > PLAIN_MIN) && pygpu_up_stream(bytes), 0};
+                       !(plain && bytes > PYGPU_PLAIN_MIN) && pygpu_up_stream(bytes), 0};
 }
 
 /* Open window k's host copy to the workers (job[k & 1] holds it). */
@@ -393,7 +384,7 @@ static pygpu_status h2d_whole(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
                               const pygpu_transfer_config *cfg, int *done)
 {
     ptrdiff_t n = layout_size(&h);
-    part_window win[WHOLE_CHUNKS];
+    part_window win[PYGPU_WHOLE_CHUNKS];
     pygpu_range_job job[2];
     pygpu_job p[2] = {{0}, {0}};
     int nwin = whole_windows(c->lane, n, h.itemsize, cfg, 1, win), from = 0, calls = 0, started = 0, halt, k;
@@ -465,8 +456,9 @@ pygpu_status pygpu_staged_h2d(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
         k = 1;
     }
     /* Then the workers copy chunk k into its buffer while this thread
-     * queues chunk k - 1's DMA (about 4 us a call: a tenth of the time of a
-     * 2 MiB chunk, when the workers would otherwise wait). */
+     * queues chunk k - 1's DMA (a call costs a small part of a chunk's
+     * time, when the workers would otherwise wait:
+     * docs/performance.md#solo-copies). */
     while (r == 0 && k > 0) {
         int b = k % c->lane->depth, prev = (k - 1) % c->lane->depth, more = schedule_next(&sch, &e, &cnt);
         const pygpu_range_job *done = &job[(k - 1) & 1];
@@ -514,7 +506,7 @@ static pygpu_status d2h_whole(pygpu_staging_ctx *c, pygpu_host_layout h, const c
     ptrdiff_t n = layout_size(&h);
     size_t total = (size_t)(n * h.itemsize);
     pygpu_status r;
-    part_window win[WHOLE_CHUNKS];
+    part_window win[PYGPU_WHOLE_CHUNKS];
     int nwin = whole_windows(c->lane, n, h.itemsize, cfg, 0, win), queued = 0, k;
     if (!(*done = nwin > 0))
         return 0;
@@ -529,8 +521,8 @@ static pygpu_status d2h_whole(pygpu_staging_ctx *c, pygpu_host_layout h, const c
     if (fresh && r == 0)
         pygpu_parallel_prefault(h.ptr, total, cfg->threads);
     /* Else queued two windows ahead at first, then more while the workers
-     * copy each window out (each call takes about 4 us: queuing them all
-     * before the first copy-out held it back by some 50 us of 16 MiB). */
+     * copy each window out (queuing them all before the first copy-out
+     * held it back: docs/performance.md#whole-buffers). */
     for (k = 0; r == 0 && k < nwin; k++) {
         if ((r = queue_windows(c, win, nwin, k + 2, &queued, dev, h.itemsize)) != 0)
             break;

@@ -8,17 +8,14 @@
 
 #include <stddef.h>
 
+#include "../tuning.h"          /* (PYGPU_BOUNCE_MAX and PYGPU_SOLO_MAX, for the planner too) */
+
 #define PYGPU_MAX_DEPTH 16      /* staging buffers, at most */
 #define PYGPU_MAX_THREADS 64    /* host threads of one copy, at most */
 
-/* Copies down into pageable memory of at most this many bytes bounce
- * through a page-locked block (docs/performance.md). */
-#define PYGPU_BOUNCE_MAX 4096
-
-/* Staged transfers of at most this many bytes are copied by their caller
- * alone: handing half to a worker costs more than it saves
- * (docs/performance.md: mid-size transfers). */
-#define PYGPU_SOLO_MAX ((size_t)64 << 10)
+/* PYGPU_BOUNCE_MAX: copies down into pageable memory of at most so many
+ * bytes bounce through a page-locked block; PYGPU_SOLO_MAX: staged
+ * transfers of at most so many are copied by their caller alone (tuning.h). */
 
 typedef struct {
     size_t chunk;               /* bytes per staging buffer */
@@ -49,10 +46,6 @@ void pygpu_transfer_config_set(const pygpu_transfer_config *c);
  * (docs/performance.md: threads for a transfer alone), the caller only
  * for one of PYGPU_SOLO_MAX bytes or less, else threads. */
 int pygpu_transfer_threads(const pygpu_transfer_config *c, size_t bytes, int alone);
-
-/* A byte count as the environment gives one: digits, then K, M, G or T
- * (powers of 1024) or nothing; 0 for an empty or unreadable one. */
-size_t pygpu_parse_bytes(const char *s);
 
 /* Registers the settings' fork handler (its lock held over fork). */
 void pygpu_settings_init(void);

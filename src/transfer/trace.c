@@ -8,6 +8,7 @@
 #include "trace.h"
 #include "hostcopy.h"
 #include "settings.h"
+#include "../env.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -77,8 +78,7 @@ void pygpu_trace_call(const pygpu_trace_clock *c, const char *const *names, cons
 
 void pygpu_trace_init(void)
 {
-    const char *e = getenv("PYGPU_STAGING_TRACE");
-    pygpu_trace_on = e && strcmp(e, "0") != 0;
+    pygpu_trace_on = pygpu_env_get()->staging_trace;
 }
 
 void pygpu_trace_part(int k, int n, int end)

@@ -11,6 +11,7 @@
 #include "workers.h"
 #include "settings.h"
 #include "../fork.h"
+#include "../tuning.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -20,12 +21,11 @@
 #include <string.h>
 #include <time.h>
 
-/* Workers spin for a while after each job before they sleep: a transfer
- * hands them a job per chunk, every few tens of microseconds, and waking a
- * sleeping thread costs about as much.  After the first rounds they yield
- * as they spin, so that the thread queuing the DMA always gets a core. */
-#define SPIN_ROUNDS 20000
-#define PAUSE_ROUNDS 2000
+/* Workers spin for PYGPU_SPIN_ROUNDS after each job before they sleep: a
+ * transfer hands them a job per chunk, and waking a sleeping thread costs
+ * about as much as the gap between two (docs/performance.md#worker-spin).
+ * After the first PYGPU_PAUSE_ROUNDS they yield as they spin, so that the
+ * thread queuing the DMA always gets a core. */
 
 /* Jobs in hand at once: each transfer in flight has at most two (the
  * chunk being copied, the next one started), and host copies outside a
@@ -117,7 +117,7 @@ static void *worker_main(void *arg)
             continue;
         /* (a worker beyond those the settings ask for sleeps; one that
          * spins looks now and then for a job that has room again) */
-        for (int i = 0, polls = 0; i < SPIN_ROUNDS && atomic_load(&job_gen) == seen && !atomic_load(&quitting) &&
+        for (int i = 0, polls = 0; i < PYGPU_SPIN_ROUNDS && atomic_load(&job_gen) == seen && !atomic_load(&quitting) &&
                                    me < atomic_load(&job_workers);
              i++) {
             if ((++polls & 63) == 0 && oldest_open())
@@ -125,7 +125,7 @@ static void *worker_main(void *arg)
             if (atomic_load(&hot) > 0) {
                 i = 0;
                 cpu_relax();
-            } else if (i < PAUSE_ROUNDS) {
+            } else if (i < PYGPU_PAUSE_ROUNDS) {
                 cpu_relax();
             } else {
                 sched_yield();

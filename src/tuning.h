@@ -1,0 +1,114 @@
+/*
+ * tuning.h -- every tuned constant of PyGPU's C code in one place: the
+ * sizes, counts, thresholds and windows chosen by measurement, each with
+ * its reason in a line and the section of docs/performance.md that keeps
+ * the runs behind it.  Bounds that are no choice (array capacities, the
+ * vendors' limits) stay with their code.  Pure preprocessor: any file,
+ * on any floor, may include it.
+ */
+#ifndef PYGPU_TUNING_H
+#define PYGPU_TUNING_H
+
+#include <stddef.h>
+
+/* ---- the staging pipeline's default settings (transfer/settings.c) ---- */
+
+/* Bytes per staging buffer: big enough that the link runs at full speed. See performance.md#staging-buffers */
+#define PYGPU_STAGING_CHUNK ((size_t)16 << 20)
+/* Staging buffers in flight: the host copy of one overlaps the DMA of the next. See performance.md#staging-buffers */
+#define PYGPU_STAGING_DEPTH 4
+/* Copy threads leave one core in this many to the runtime and the system. See performance.md#threads */
+#define PYGPU_THREADS_SPARE 4
+/* Copy threads at most: more lost for mid-size transfers. See performance.md#threads */
+#define PYGPU_THREADS_MAX 16
+/* A big transfer alone in the process leaves one core in this many. See performance.md#threads-alone */
+#define PYGPU_THREADS_ALONE_SPARE 8
+/* And takes at most this many threads. See performance.md#threads-alone */
+#define PYGPU_THREADS_ALONE_MAX 16
+/* Pageable copies from this size are staged on a GPU (smaller: the runtime's way). See performance.md#staged-from */
+#define PYGPU_STAGE_MIN ((size_t)32 << 10)
+/* Staging buffers of an upload that starts while another transfer is at work. See performance.md#crowded-lanes */
+#define PYGPU_CROWD_UP ((size_t)2 << 20)
+/* The same for a download: smaller buffers lost going down. See performance.md#crowded-lanes */
+#define PYGPU_CROWD_DOWN ((size_t)8 << 20)
+/* A crowded upload copies on one core in this many, leaving cores to the other. See performance.md#crowded-uploads */
+#define PYGPU_CROWD_THREADS_SHARE 3
+/* Hosts with fewer cores keep every upload's thread count. See performance.md#crowded-uploads */
+#define PYGPU_CROWD_CORES_MIN 6
+
+/* ---- the staging pipeline's fixed choices ---- */
+
+/* Copies down of at most this many bytes bounce through one page-locked block. See performance.md#bounce */
+#define PYGPU_BOUNCE_MAX 4096
+/* Staged transfers of at most this many bytes are copied by their caller alone. See performance.md#solo-copies */
+#define PYGPU_SOLO_MAX ((size_t)64 << 10)
+/* Upload runs from this size are written with non-temporal stores. See performance.md#non-temporal-stores */
+#define PYGPU_STREAM_MIN 4096
+/* ... in chunks of at most this size (plain stores won for bigger ones). See performance.md#non-temporal-stores */
+#define PYGPU_STREAM_MAX_CHUNK ((ptrdiff_t)8 << 20)
+/* A host copy is cut into up to this many parts per thread, claimed one at a time. See performance.md#parts */
+#define PYGPU_PARTS_PER_THREAD 4
+/* ... each of at least this many bytes. See performance.md#parts */
+#define PYGPU_PART_MIN ((ptrdiff_t)32 << 10)
+/* The last-level cache's size where the system does not say. See performance.md#streaming-stores-down */
+#define PYGPU_CACHE_BYTES_GUESS ((size_t)32 << 20)
+/* Destinations this big may be fresh from the kernel: the workers fault in. See performance.md#fresh-destinations */
+#define PYGPU_FRESH_MIN ((size_t)32 << 20)
+/* Each worker's share of a fault-in is at least this big. See performance.md#fresh-destinations */
+#define PYGPU_PREFAULT_PART_MIN ((size_t)4 << 20)
+/* DMA calls of a whole-buffer transfer, at most: each call costs the link time. See performance.md#whole-buffers */
+#define PYGPU_WHOLE_CHUNKS 32
+/* Windows are no smaller than a quarter of the transfer up to this size. See performance.md#mid-size-windows */
+#define PYGPU_MID_WINDOW ((size_t)1 << 20)
+/* ... nor smaller than this. See performance.md#mid-size-windows */
+#define PYGPU_MIN_WINDOW ((size_t)512 << 10)
+/* A transfer's first and last chunks: the first copy and last DMA overlap nothing. See performance.md#first-chunk */
+#define PYGPU_FIRST_CHUNK ((ptrdiff_t)256 << 10)
+/* Downloads land a slot further round the buffers each time, slots of this. See performance.md#download-slots */
+#define PYGPU_DOWN_SLOT ((ptrdiff_t)64 << 10)
+/* An upload alone through the ring writes chunks above this in plain stores. See performance.md#plain-stores-alone */
+#define PYGPU_PLAIN_MIN ((ptrdiff_t)2 << 20)
+/* Uploads of fewer bytes are not worth a background task. See performance.md#background-uploads */
+#define PYGPU_BG_MIN ((size_t)1 << 20)
+
+/* ---- lanes, workers, pools ---- */
+
+/* Transfers staged at once to one device; the next waits. See performance.md#lanes */
+#define PYGPU_LANES_PER_DEVICE 8
+/* A device's second idle lane keeps its buffers this long (seconds). See performance.md#lanes */
+#define PYGPU_LANE_IDLE_S 1.0
+/* Workers spin this many rounds after a job before they sleep (waking one is slow). See performance.md#worker-spin */
+#define PYGPU_SPIN_ROUNDS 20000
+/* ... pausing without yielding for this many of them. See performance.md#worker-spin */
+#define PYGPU_PAUSE_ROUNDS 2000
+/* get()'s arrays of this size or more come from the pinned pool. See performance.md#pooled-get */
+#define PYGPU_POOLED_GET_MIN ((size_t)1 << 20)
+/* The pinned pool holds at most the physical memory over this, by default. See performance.md#pinned-pool */
+#define PYGPU_PINNED_LIMIT_SHARE 4
+/* ... or this, where the system does not say its memory. See performance.md#pinned-pool */
+#define PYGPU_PINNED_LIMIT_GUESS ((size_t)1 << 30)
+/* Pinned blocks from this size are rounded to it, smaller ones to the next. See performance.md#pinned-pool */
+#define PYGPU_PINNED_GRAIN_BIG ((size_t)1 << 20)
+/* ... so that requests of about one size share blocks. See performance.md#pinned-pool */
+#define PYGPU_PINNED_GRAIN ((size_t)4 << 10)
+/* Blocks kept for reuse on the legacy stream, per module. See performance.md#block-cache */
+#define PYGPU_CACHE_SLOTS 16
+/* ... each of at most this many bytes. See performance.md#block-cache */
+#define PYGPU_CACHE_MAX_BLOCK ((size_t)64 << 10)
+
+/* ---- the backends ---- */
+
+/* Blocks per multiprocessor of PyGPU's own kernels (of 256 threads: a full SM). See performance.md#kernel-grid */
+#define PYGPU_BLOCKS_PER_SM 8
+/* The host backend pools freed blocks of this size or more. See performance.md#host-pool */
+#define PYGPU_HOST_POOL_MIN ((size_t)1 << 20)
+/* ... rounded up to this grain. See performance.md#host-pool */
+#define PYGPU_HOST_POOL_GRAIN ((size_t)64 << 10)
+/* ... at most this many blocks. See performance.md#host-pool */
+#define PYGPU_HOST_POOL_SLOTS 32
+/* ... and this many bytes unless PYGPU_HOST_POOL says. See performance.md#host-pool */
+#define PYGPU_HOST_POOL_DEFAULT ((size_t)1 << 30)
+/* A pooled block serves a request up to 1/N of the request smaller. See performance.md#host-pool */
+#define PYGPU_HOST_POOL_FIT 8
+
+#endif /* PYGPU_TUNING_H */
