@@ -1,7 +1,7 @@
 /*
- * cai.c -- __cuda_array_interface__ (version 3) both ways, and the record
- * of the stream on which an array's last work was queued, which both it and
- * DLPack (dlpack.c) hand to consumers.
+ * cai.c -- __cuda_array_interface__ (version 3) both ways, handing
+ * consumers the stream of the array's last work (stream.c keeps that
+ * record, for DLPack too).
  *
  * Only CUDA arrays export the interface: the protocol describes CUDA device
  * pointers and CUDA streams, so a HIP array claiming it would send HIP
@@ -19,64 +19,6 @@
 #include "pygpu.h"
 
 #include <string.h>
-
-/* ---- the stream of an array's pending work --------------------------------- */
-
-static int special_handle(pygpu_stream_t s)
-{
-    return s == PYGPU_STREAM_NULL || s == PYGPU_STREAM_PER_THREAD || s == (pygpu_stream_t)1;
-}
-
-void pygpu_array_note_stream(pygpu_state *st, PyGPUArray *a, PyObject *stream, pygpu_stream_t s)
-{
-    PyGPUArray *root = pygpu_array_root(a);
-    PyObject *ref = NULL, *cur = NULL;
-    if (!special_handle(s)) {
-        /* A created Stream must outlive the record of it; an int handle is
-         * the caller's to keep alive. */
-        if ((stream == NULL || stream == Py_None) && (cur = pygpu_current_stream(st)) == NULL)
-            PyErr_Clear();  /* (only with no memory left: the record then keeps no reference) */
-        PyObject *obj = cur ? cur : stream;
-        if (obj && pygpu_stream_owner(st, obj, s))
-            ref = obj;
-    }
-    root->last_stream = s;
-    Py_XSETREF(root->last_stream_ref, Py_XNewRef(ref));
-    Py_XDECREF(cur);
-}
-
-int pygpu_stream_order(pygpu_state *st, int dev, pygpu_stream_t from, pygpu_stream_t to)
-{
-    if (from == (pygpu_stream_t)1)     /* cudaStreamLegacy names the legacy stream too */
-        from = PYGPU_STREAM_NULL;
-    if (to == (pygpu_stream_t)1)
-        to = PYGPU_STREAM_NULL;
-    if (from == to)
-        return 0;
-    int prev;
-    if (pygpu_device_enter(st, dev, &prev) < 0)
-        return -1;
-    pygpu_event_t e = NULL;
-    const char *call = "EventCreateWithFlags";
-    pygpu_status s = pygpu_rt_event_create(&e, PYGPU_EVENT_DISABLE_TIMING);
-    if (s == 0) {
-        call = "EventRecord";
-        s = pygpu_rt_event_record(e, from);
-    }
-    if (s == 0) {
-        call = "StreamWaitEvent";
-        s = pygpu_rt_stream_wait_event(to, e);
-    }
-    if (e && pygpu_rt_event_destroy(e) != 0)   /* (released once the wait has passed it) */
-        (void)pygpu_rt_get_last_error();
-    int r = pygpu_check(st, s, call);
-    if (r < 0) {
-        if (pygpu_rt_set_device(prev) != 0)
-            (void)pygpu_rt_get_last_error();
-        return -1;
-    }
-    return pygpu_device_leave(st, prev);
-}
 
 /* ---- layouts that come from other libraries -------------------------------- */
 

@@ -500,7 +500,7 @@ static PyObject *mod_mem_get_info(PyObject *m, PyObject *unused)
     return Py_BuildValue("(nn)", (Py_ssize_t)free_b, (Py_ssize_t)total_b);
 }
 
-PyMethodDef pygpu_device_methods[] = {
+static PyMethodDef device_functions[] = {
     {"device_count", mod_device_count, METH_NOARGS,
      "device_count()\n--\n\nThe number of devices; GPUError if the runtime has none."},
     {"get_device", mod_get_device, METH_NOARGS, "get_device()\n--\n\nThe current device of this thread."},
@@ -511,3 +511,5 @@ PyMethodDef pygpu_device_methods[] = {
      "mem_get_info()\n--\n\n(free, total) bytes of the current device."},
     {0},
 };
+
+int pygpu_device_functions_init(PyObject *m) { return PyModule_AddFunctions(m, device_functions); }

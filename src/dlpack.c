@@ -694,7 +694,7 @@ static PyObject *mod_from_dlpack(PyObject *m, PyObject *const *args, Py_ssize_t 
 
 #define FASTKW(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
 
-PyMethodDef pygpu_dlpack_methods[] = {
+static PyMethodDef dlpack_functions[] = {
     {"from_dlpack", FASTKW(mod_from_dlpack),
      "from_dlpack(x, /, *, device=None, copy=None)\n--\n\n"
      "A GPUArray sharing the memory of `x`, an object with __dlpack__ and __dlpack_device__\n"
@@ -703,3 +703,5 @@ PyMethodDef pygpu_dlpack_methods[] = {
      "copy=False raises BufferError where a copy would be needed."},
     {0},
 };
+
+int pygpu_dlpack_functions_init(PyObject *m) { return PyModule_AddFunctions(m, dlpack_functions); }

@@ -101,7 +101,7 @@ int pygpu_dl_query_device(pygpu_state *st, PyObject *x, long *dev);
  * ordinal or -1; dev: x's __dlpack_device__ if known); new reference. */
 PyObject *pygpu_dl_from_dlpack(pygpu_state *st, PyObject *x, int target, int copy, const long *dev);
 /* The module function from_dlpack (interop.c adds it with asarray). */
-extern PyMethodDef pygpu_dlpack_methods[];
+int pygpu_dlpack_functions_init(PyObject *m);
 #endif
 
 #endif /* PYGPU_DLPACK_H */

@@ -114,7 +114,7 @@ static PyMethodDef interop_methods[] = {
 };
 int pygpu_interop_init(PyObject *m)
 {
-    if (PyModule_AddFunctions(m, pygpu_dlpack_methods) < 0)
+    if (pygpu_dlpack_functions_init(m) < 0)
         return -1;
     return PyModule_AddFunctions(m, interop_methods);
 }

@@ -532,7 +532,7 @@ SYNC_AND_ASYNC(memset_d8, fill_d8)
 
 #define KW(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 
-PyMethodDef pygpu_memcpy_methods[] = {
+static PyMethodDef memory_functions[] = {
     {"mem_alloc", KW(mem_alloc),
      "mem_alloc(nbytes, stream=None)\n--\n\n"
      "Allocate device memory on the current device; a DeviceAllocation."},
@@ -568,3 +568,5 @@ PyMethodDef pygpu_memcpy_methods[] = {
      "memset_d8_async(dest, value, nbytes, stream=None)\n--\n\nQueue setting nbytes to byte `value`."},
     {0},
 };
+
+int pygpu_memory_functions_init(PyObject *m) { return PyModule_AddFunctions(m, memory_functions); }

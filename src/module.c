@@ -69,11 +69,6 @@ static PyMethodDef module_methods[] = {
 
 /* ---- init ------------------------------------------------------------ */
 
-static int add_methods(PyObject *m, PyMethodDef *defs)
-{
-    return PyModule_AddFunctions(m, defs);
-}
-
 static int module_exec(PyObject *m)
 {
     pygpu_state *st = pygpu_module_state(m);
@@ -96,9 +91,9 @@ static int module_exec(PyObject *m)
         pygpu_errors_init(m, st) < 0 || pygpu_device_init(m, st) < 0 ||
         pygpu_stream_init(m, st) < 0 || pygpu_event_init(m, st) < 0 ||
         pygpu_memory_init(m, st) < 0 || pygpu_pinned_init(m, st) < 0 ||
-        add_methods(m, pygpu_device_methods) < 0 || add_methods(m, pygpu_stream_methods) < 0 ||
-        add_methods(m, pygpu_memcpy_methods) < 0 || add_methods(m, pygpu_pinned_methods) < 0 ||
-        add_methods(m, pygpu_transfer_methods) < 0 ||
+        pygpu_device_functions_init(m) < 0 || pygpu_stream_functions_init(m) < 0 ||
+        pygpu_memory_functions_init(m) < 0 || pygpu_pinned_functions_init(m) < 0 ||
+        pygpu_transfer_functions_init(m) < 0 ||
         pygpu_array_init(m, st) < 0 || pygpu_capi_init(m, st) < 0 || pygpu_interop_init(m) < 0 ||
         pygpu_exchange_init(m, st) < 0 ||
         pygpu_lowlevel_init(m, st) < 0)

@@ -176,11 +176,13 @@ PyObject *pygpu_pagelocked_empty(pygpu_state *st, PyArray_Descr *descr, int nd, 
     return arr;
 }
 
-PyMethodDef pygpu_pinned_methods[] = {
+static PyMethodDef pinned_functions[] = {
     {"mem_alloc_host", mem_alloc_host, METH_O,
      "mem_alloc_host(nbytes, /)\n--\n\nAllocate page-locked host memory; a HostAllocation."},
     {0},
 };
+
+int pygpu_pinned_functions_init(PyObject *m) { return PyModule_AddFunctions(m, pinned_functions); }
 
 int pygpu_pinned_init(PyObject *m, pygpu_state *st)
 {

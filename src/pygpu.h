@@ -267,8 +267,8 @@ int pygpu_device_init(PyObject *m, pygpu_state *st);
 /* The module functions of devices (device_count, get_device, set_device,
  * synchronize, mem_get_info) and of streams (current_stream,
  * stream_priority_range), beside their types. */
-extern PyMethodDef pygpu_device_methods[];
-extern PyMethodDef pygpu_stream_methods[];
+int pygpu_device_functions_init(PyObject *m);
+int pygpu_stream_functions_init(PyObject *m);
 
 /* ---- peer.c ---------------------------------------------------------- */
 
@@ -329,7 +329,7 @@ int pygpu_memory_usable(PyObject *mem);
 int pygpu_memory_init(PyObject *m, pygpu_state *st);
 /* Give every block of the module's cache back to the pool. */
 void pygpu_cache_flush(pygpu_state *st);
-extern PyMethodDef pygpu_memcpy_methods[];
+int pygpu_memory_functions_init(PyObject *m);
 
 int pygpu_pinned_init(PyObject *m, pygpu_state *st);
 /* A NumPy array of `shape` (C order) in page-locked memory; new reference.
@@ -482,12 +482,12 @@ PyObject *pygpu_array_subscript(PyObject *self, PyObject *key);
 int pygpu_array_ass_subscript(PyObject *self, PyObject *key, PyObject *value);
 Py_ssize_t pygpu_array_length(PyObject *self);
 PyObject *pygpu_array_item(PyObject *self, Py_ssize_t i);
-extern PyMethodDef pygpu_pinned_methods[];
-extern PyMethodDef pygpu_transfer_methods[];
+int pygpu_pinned_functions_init(PyObject *m);
+int pygpu_transfer_functions_init(PyObject *m);
 /* Ready the transfer machinery (transfer/settings_py.c): module init. */
 void pygpu_transfer_init(void);
 
-/* ---- cai.c: the stream of an array's pending work, __cuda_array_interface__ */
+/* ---- stream.c (arrays), cai.c ------------------------------------------- */
 
 
 /* 0 if a layout received from another library (element strides already in

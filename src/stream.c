@@ -1,10 +1,10 @@
 /*
- * stream.c -- the Stream type, the current stream, and the context-variable
- * chains that `with stream:` and `with Device(i):` push and pop.
- *
- * A chain is a tuple (item, outer) or unset; using a context variable makes
- * "current" per thread (each thread has its own context) and per task under
- * asyncio, and needs no thread-exit cleanup.
+ * stream.c -- the Stream type, the current stream (`with stream:`, kept in
+ * a context-variable chain of state.c: per thread, and per task under
+ * asyncio), stream arguments, and the stream bookkeeping of arrays: the
+ * record of the stream of an array's last work (which the CUDA Array
+ * Interface and DLPack hand to consumers) and ordering one stream after
+ * another.
  */
 #include "pygpu.h"
 
@@ -439,10 +439,70 @@ static PyObject *mod_stream_priority_range(PyObject *m, PyObject *unused)
     return Py_BuildValue("(ii)", least, greatest);
 }
 
-PyMethodDef pygpu_stream_methods[] = {
+static PyMethodDef stream_functions[] = {
     {"current_stream", mod_current_stream, METH_NOARGS,
      "current_stream()\n--\n\nThe innermost `with stream:` of this thread, else Stream.null."},
     {"stream_priority_range", mod_stream_priority_range, METH_NOARGS,
      "stream_priority_range()\n--\n\n(least, greatest) stream priority of the current device."},
     {0},
 };
+
+int pygpu_stream_functions_init(PyObject *m) { return PyModule_AddFunctions(m, stream_functions); }
+
+/* ---- the stream of an array's pending work (for __cuda_array_interface__ and DLPack) ---- */
+
+static int special_handle(pygpu_stream_t s)
+{
+    return s == PYGPU_STREAM_NULL || s == PYGPU_STREAM_PER_THREAD || s == (pygpu_stream_t)1;
+}
+
+void pygpu_array_note_stream(pygpu_state *st, PyGPUArray *a, PyObject *stream, pygpu_stream_t s)
+{
+    PyGPUArray *root = pygpu_array_root(a);
+    PyObject *ref = NULL, *cur = NULL;
+    if (!special_handle(s)) {
+        /* A created Stream must outlive the record of it; an int handle is
+         * the caller's to keep alive. */
+        if ((stream == NULL || stream == Py_None) && (cur = pygpu_current_stream(st)) == NULL)
+            PyErr_Clear();  /* (only with no memory left: the record then keeps no reference) */
+        PyObject *obj = cur ? cur : stream;
+        if (obj && pygpu_stream_owner(st, obj, s))
+            ref = obj;
+    }
+    root->last_stream = s;
+    Py_XSETREF(root->last_stream_ref, Py_XNewRef(ref));
+    Py_XDECREF(cur);
+}
+
+int pygpu_stream_order(pygpu_state *st, int dev, pygpu_stream_t from, pygpu_stream_t to)
+{
+    if (from == (pygpu_stream_t)1)     /* cudaStreamLegacy names the legacy stream too */
+        from = PYGPU_STREAM_NULL;
+    if (to == (pygpu_stream_t)1)
+        to = PYGPU_STREAM_NULL;
+    if (from == to)
+        return 0;
+    int prev;
+    if (pygpu_device_enter(st, dev, &prev) < 0)
+        return -1;
+    pygpu_event_t e = NULL;
+    const char *call = "EventCreateWithFlags";
+    pygpu_status s = pygpu_rt_event_create(&e, PYGPU_EVENT_DISABLE_TIMING);
+    if (s == 0) {
+        call = "EventRecord";
+        s = pygpu_rt_event_record(e, from);
+    }
+    if (s == 0) {
+        call = "StreamWaitEvent";
+        s = pygpu_rt_stream_wait_event(to, e);
+    }
+    if (e && pygpu_rt_event_destroy(e) != 0)   /* (released once the wait has passed it) */
+        (void)pygpu_rt_get_last_error();
+    int r = pygpu_check(st, s, call);
+    if (r < 0) {
+        if (pygpu_rt_set_device(prev) != 0)
+            (void)pygpu_rt_get_last_error();
+        return -1;
+    }
+    return pygpu_device_leave(st, prev);
+}

@@ -167,7 +167,7 @@ static PyObject *is_pinned(PyObject *m, PyObject *obj)
     return PyBool_FromLong(pinned);
 }
 
-PyMethodDef pygpu_transfer_methods[] = {
+static PyMethodDef transfer_functions[] = {
     {"is_pinned", is_pinned, METH_O,
      "is_pinned(ary, /)\n--\n\nTrue if the host buffer `ary` is page-locked (allocated or registered\n"
      "with the runtime); always False on the host backend."},
@@ -196,6 +196,8 @@ PyMethodDef pygpu_transfer_methods[] = {
      "trim_pinned_pool()\n--\n\nFree the pool's cached blocks and the staging buffers."},
     {0},
 };
+
+int pygpu_transfer_functions_init(PyObject *m) { return PyModule_AddFunctions(m, transfer_functions); }
 
 void pygpu_transfer_init(void)
 {
