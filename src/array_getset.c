@@ -75,7 +75,7 @@ static PyObject *get_device(PyObject *self, void *c)
 static PyObject *get_T(PyObject *self, void *c)
 {
     (void)c;
-    return PyObject_CallMethod(self, "transpose", NULL);
+    return pygpu_array_T(SELF);
 }
 
 static PyObject *get_flags(PyObject *self, void *c)

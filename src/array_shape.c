@@ -166,6 +166,25 @@ PyObject *pygpu_array_reshape(PyObject *self, PyObject *args, PyObject *kwds)
     return reshape_to(SELF, nd, shape, fortran);
 }
 
+/* A 1-d copy of `a`'s elements, read in C or F (`fortran`) order; new reference. */
+static PyObject *flat_copy(PyGPUArray *a, int fortran)
+{
+    pygpu_state *st = pygpu_state_of((PyObject *)a);
+    pygpu_stream_t s;
+    ptrdiff_t n = pygpu_array_size(a), stride = GA_ITEMSIZE(a);
+    if (!st || pygpu_stream_for(st, NULL, a->device, "array", &s) < 0)
+        return NULL;
+    PyGPUArray *c = (PyGPUArray *)pygpu_array_dense_copy(st, a, fortran, s, NULL, a->device);
+    if (!c)
+        return NULL;
+    PyObject *r = pygpu_array_wrap(st, Py_TYPE(a), (Py_INCREF(a->descr), a->descr), 1, &n, &stride, c->data,
+                                   c->mem, NULL, c->device, 1);
+    if (r)
+        pygpu_array_note_stream(st, (PyGPUArray *)r, NULL, s);
+    Py_DECREF(c);
+    return r;
+}
+
 PyObject *pygpu_array_ravel(PyObject *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"order", NULL};
@@ -178,29 +197,18 @@ PyObject *pygpu_array_ravel(PyObject *self, PyObject *args, PyObject *kwds)
     /* As NumPy: a view when the elements are contiguous in that order, else a copy. */
     if (SELF->flags & (fortran ? PYGPU_F_CONTIGUOUS : PYGPU_C_CONTIGUOUS))
         return pygpu_array_view(SELF, 1, &n, &stride, SELF->data, NULL);
-    return PyObject_CallMethod(self, "flatten", "s", fortran ? "F" : "C");
+    return flat_copy(SELF, fortran);
 }
 
 PyObject *pygpu_array_flatten(PyObject *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"order", NULL};
     PyObject *order = NULL;
-    pygpu_state *st = pygpu_state_of(self);
-    pygpu_stream_t s;
     int fortran;
-    ptrdiff_t n = pygpu_array_size(SELF), stride = GA_ITEMSIZE(SELF);
-    if (!st || !PyArg_ParseTupleAndKeywords(args, kwds, "|O:flatten", kwlist, &order) ||
-        (fortran = flat_order(SELF, order)) < 0 || pygpu_stream_for(st, NULL, SELF->device, "array", &s) < 0)
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:flatten", kwlist, &order) ||
+        (fortran = flat_order(SELF, order)) < 0)
         return NULL;
-    PyGPUArray *c = (PyGPUArray *)pygpu_array_dense_copy(st, SELF, fortran, s, NULL, SELF->device);
-    if (!c)
-        return NULL;
-    PyObject *r = pygpu_array_wrap(st, Py_TYPE(self), (Py_INCREF(SELF->descr), SELF->descr), 1, &n, &stride,
-                                   c->data, c->mem, NULL, c->device, 1);
-    if (r)
-        pygpu_array_note_stream(st, (PyGPUArray *)r, NULL, s);
-    Py_DECREF(c);
-    return r;
+    return flat_copy(SELF, fortran);
 }
 
 PyObject *pygpu_array_squeeze(PyObject *self, PyObject *args, PyObject *kwds)
@@ -264,6 +272,14 @@ static PyObject *permuted(PyGPUArray *a, const int *perm)
     return pygpu_array_view(a, a->nd, shape, strides, a->data, NULL);
 }
 
+PyObject *pygpu_array_T(PyGPUArray *a)
+{
+    int perm[PYGPU_MAXDIMS];
+    for (int i = 0; i < a->nd; i++)
+        perm[i] = a->nd - 1 - i;
+    return permuted(a, perm);
+}
+
 PyObject *pygpu_array_transpose(PyObject *self, PyObject *args)
 {
     int perm[PYGPU_MAXDIMS], seen[PYGPU_MAXDIMS] = {0}, nd = SELF->nd;
@@ -273,11 +289,8 @@ PyObject *pygpu_array_transpose(PyObject *self, PyObject *args)
         if (!PyIndex_Check(one) || (PyArray_Check(one) && PyArray_NDIM((PyArrayObject *)one) > 0))
             axes = one;
     }
-    if (axes == Py_None || (PyTuple_Check(axes) && PyTuple_GET_SIZE(axes) == 0)) {
-        for (int i = 0; i < nd; i++)
-            perm[i] = nd - 1 - i;
-        return permuted(SELF, perm);
-    }
+    if (axes == Py_None || (PyTuple_Check(axes) && PyTuple_GET_SIZE(axes) == 0))
+        return pygpu_array_T(SELF);
     PyObject *seq = PySequence_Fast(axes, "transpose() axes must be ints");
     if (!seq)
         return NULL;

@@ -284,12 +284,10 @@ static int consumer_stream_arg(PyObject *v, pygpu_stream_t *s, int *sync)
 PyObject *pygpu_dl_device_copy(pygpu_state *st, PyGPUArray *a)
 {
     PyObject *stream = pygpu_dl_last_stream_arg(a), *r = NULL;
-    if (stream) {
-        PyObject *buf[3] = {NULL, (PyObject *)a, stream};
-        r = PyObject_VectorcallMethod(st->names.copy_attr, buf + 1, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET,
-                                      st->names.kw_s);
-        Py_DECREF(stream);
-    }
+    pygpu_stream_t s;
+    if (stream && pygpu_stream_for(st, stream, a->device, "copy", &s) == 0)
+        r = pygpu_array_dense_copy(st, a, PYGPU_ORDER_K, s, stream, a->device);
+    Py_XDECREF(stream);
     return r;
 }
 

@@ -58,16 +58,10 @@ static PyObject *event_record(PyObject *self, PyObject *args, PyObject *kwds)
     static char *kwlist[] = {"stream", NULL};
     PyObject *stream = Py_None;
     pygpu_state *st = pygpu_state_of(self);
-    pygpu_stream_t h;
     PyGPUEvent *e = (PyGPUEvent *)self;
-    int prev;
     if (!st || !PyArg_ParseTupleAndKeywords(args, kwds, "|O:record", kwlist, &stream) ||
-        pygpu_stream_for(st, stream, e->device, "event", &h) < 0 || pygpu_device_enter(st, e->device, &prev) < 0)
+        pygpu_event_record_on(st, e, stream) < 0)
         return NULL;
-    pygpu_status r = pygpu_rt_event_record(e->handle, h);
-    if (pygpu_device_leave(st, prev) < 0 || pygpu_check(st, r, "EventRecord") < 0)
-        return NULL;
-    e->recorded = 1;
     return Py_NewRef(self);
 }
 

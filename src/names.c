@@ -76,7 +76,6 @@ int pygpu_names_init(pygpu_state *st)
     n->cai_attr = PyUnicode_InternFromString("__cuda_array_interface__");
     n->dlpack_attr = PyUnicode_InternFromString("__dlpack__");
     n->dlpack_device_attr = PyUnicode_InternFromString("__dlpack_device__");
-    n->copy_attr = PyUnicode_InternFromString("copy");
     n->exchange_attr = PyUnicode_InternFromString(PYGPU_DLPACK_EXCHANGE_ATTR);
     n->cuda_stream_attr = PyUnicode_InternFromString("__cuda_stream__");
     n->kw_s = names_tuple(1, kw);

@@ -43,7 +43,7 @@ typedef struct {
     PyObject *shape, *typestr, *data, *version, *strides, *descr, *stream, *mask;  /* the CAI's keys */
     PyObject *zero, *three;                 /* the ints 0 and 3 */
     PyObject *typestrs, *descr_items;       /* by type_num: '<f4', ('', '<f4'); None if unsupported */
-    PyObject *cai_attr, *dlpack_attr, *dlpack_device_attr, *copy_attr;
+    PyObject *cai_attr, *dlpack_attr, *dlpack_device_attr;
     PyObject *exchange_attr, *cuda_stream_attr;     /* '__dlpack_c_exchange_api__', '__cuda_stream__' */
     PyObject *kw_s, *kw_sv, *kw_svc, *kw_svdc;      /* kwnames for __dlpack__: stream, max_version, ... */
     PyObject *max_version, *cpu_device;     /* (1, 1) and (kDLCPU, 0) */
@@ -304,6 +304,9 @@ int pygpu_stream_owner(pygpu_state *st, PyObject *obj, pygpu_stream_t h);
 /* The handle that `current` (the current Stream, from pygpu_current_stream)
  * stands for in work on device `dev`: its own, or dev's legacy stream. */
 pygpu_stream_t pygpu_current_stream_on(PyObject *current, int dev);
+/* Record event `e` on the stream argument `stream` (on e's device); 0, or
+ * -1 with an exception set. */
+int pygpu_event_record_on(pygpu_state *st, PyGPUEvent *e, PyObject *stream);
 int pygpu_stream_init(PyObject *m, pygpu_state *st);
 
 /* ---- event.c ----------------------------------------------------------- */
@@ -469,6 +472,8 @@ PyObject *pygpu_array_flatten(PyObject *self, PyObject *args, PyObject *kwds);
 PyObject *pygpu_array_squeeze(PyObject *self, PyObject *args, PyObject *kwds);
 PyObject *pygpu_array_transpose(PyObject *self, PyObject *args);
 PyObject *pygpu_array_swapaxes(PyObject *self, PyObject *args);
+/* a.T: the view with the axes reversed; new reference. */
+PyObject *pygpu_array_T(PyGPUArray *a);
 /* A dense copy of `a` on device `dev` (stream `s` of it), laid out in
  * `order` (enum pygpu_order); new reference.  A copy to another device is
  * done when this returns. */

@@ -300,10 +300,23 @@ static PyObject *stream_wait_event(PyObject *self, PyObject *ev)
     Py_RETURN_NONE;
 }
 
+int pygpu_event_record_on(pygpu_state *st, PyGPUEvent *e, PyObject *stream)
+{
+    pygpu_stream_t h;
+    int prev;
+    if (pygpu_stream_for(st, stream, e->device, "event", &h) < 0 || pygpu_device_enter(st, e->device, &prev) < 0)
+        return -1;
+    pygpu_status r = pygpu_rt_event_record(e->handle, h);
+    if (pygpu_device_leave(st, prev) < 0 || pygpu_check(st, r, "EventRecord") < 0)
+        return -1;
+    e->recorded = 1;
+    return 0;
+}
+
 static PyObject *stream_record(PyObject *self, PyObject *args)
 {
     pygpu_state *st = pygpu_state_of(self);
-    PyObject *ev = Py_None, *r;
+    PyObject *ev = Py_None;
     if (!st || !PyArg_ParseTuple(args, "|O:record", &ev))
         return NULL;
     if (ev == Py_None)
@@ -315,9 +328,9 @@ static PyObject *stream_record(PyObject *self, PyObject *args)
                             Py_TYPE(ev)->tp_name);
     if (!ev)
         return NULL;
-    r = PyObject_CallMethod(ev, "record", "O", self);
-    Py_DECREF(ev);
-    return r;
+    if (pygpu_event_record_on(st, (PyGPUEvent *)ev, self) < 0)
+        Py_CLEAR(ev);
+    return ev;
 }
 
 static PyObject *stream_cuda_stream(PyObject *self, PyObject *unused)
