@@ -4,9 +4,10 @@
  * constructors written in C (empty, to_gpu, to_gpu_async).
  *
  * Attributes are in array_getset.c, methods in array_methods.c, indexing in
- * array_mapping.c, and copies in copy.c.
+ * array_mapping.c, and copies in the copy planner (copy/copy.c).
  */
 #include "pygpu.h"
+#include "copy/copy.h"
 
 #include <structmember.h>
 

@@ -5,6 +5,7 @@
  * array_scalar.c's; __dlpack__ dlpack_export.c's).
  */
 #include "pygpu.h"
+#include "copy/copy.h"
 #include "transfer/pinned_pool.h"
 
 #define SELF ((PyGPUArray *)self)

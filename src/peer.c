@@ -2,8 +2,9 @@
  * peer.c -- peer access between devices: which pairs have it enabled or
  * were refused it (remembered per process, so that a copy between devices
  * knows at once whether to go peer to peer), and turning it on and off.
- * Pure C; copy.c asks pygpu_peer_usable, Device.enable_peer_access and
- * disable_peer_access (device.c) turn it on and off.
+ * Pure C; the copy planner asks pygpu_peer_usable (copy/cross_routes.c),
+ * Device.enable_peer_access and disable_peer_access (device.c) turn it on
+ * and off.
  */
 #include "pygpu.h"
 #include "transfer/settings.h"

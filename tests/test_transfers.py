@@ -797,7 +797,7 @@ ROUTES = {
 @pytest.mark.parametrize("kernels", [0, 1])
 def test_staging_trace_names_each_route(kernels):
     """PYGPU_STAGING_TRACE=1 names the route of every copy between host and
-    device, and why (copy.c's route_up and route_down): each layout goes
+    device, and why (copy/host_routes.c's route_up and route_down): each layout goes
     the way the planner's rule says, and arrives as NumPy has it."""
     import os
     import subprocess

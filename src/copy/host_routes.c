@@ -1,21 +1,23 @@
 /*
- * copy_host.c -- the copy planner's copies between host and device: for
+ * host_routes.c -- the copy planner's copies between host and device: for
  * each, route_up or route_down names the route (one DMA, the staging
  * pipeline, runtime copies of wide rows, a gather or scatter on the device,
  * a gather on the host) and why, in one place; cp_h2d and cp_d2h take it,
  * and the next when one declines (the pipeline busy, no room on the
- * device).  PYGPU_STAGING_TRACE=1 prints each route taken.  Called by
- * copy.c's plan with the GIL released.
+ * device).  PYGPU_STAGING_TRACE=1 prints each route taken.  Called by the
+ * plan (plan.c) with the GIL released.
  */
-#include "copy_plan.h"
-#include "transfer/background.h"
-#include "transfer/hostcopy.h"
-#include "transfer/pinned_pool.h"
-#include "transfer/settings.h"
-#include "transfer/trace.h"
+#include "host_routes.h"
+#include "device_routes.h"
+#include "../transfer/background.h"
+#include "../transfer/hostcopy.h"
+#include "../transfer/pinned_pool.h"
+#include "../transfer/settings.h"
+#include "../transfer/trace.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define WIDE_ROW 512            /* bytes per row for direct 2-D host copies */
 #define NARROW_MIN 4            /* narrower rows the device moves slowly (see gather_down) */
@@ -297,8 +299,7 @@ static const char *const route_names[] = {
 /* With PYGPU_STAGING_TRACE=1, each route taken and why, on stderr. */
 static void trace_route(int up, enum route r, const char *why, size_t nbytes)
 {
-    if (pygpu_trace_on)
-        fprintf(stderr, "pygpu route: %s %zu B: %s (%s)\n", up ? "up" : "down", nbytes, route_names[r], why);
+    cp_trace_route(up ? "up" : "down", nbytes, route_names[r], why);
 }
 
 /* Whether the background took a copy (`done`), and with it the owner's
