@@ -779,7 +779,7 @@ case("rows unstaged", q, 0)
 # The route each copy above takes on the host backend (all host memory
 # pageable there), with PyGPU's kernels and without: (up or down, route).
 ROUTES = {
-    "small": ([("up", "one DMA"), ("down", "one DMA")],) * 2,
+    "small": ([("up", "one DMA"), ("down", "through a page-locked block")],) * 2,
     "big": ([("up", "staged"), ("down", "staged")],) * 2,
     "wide": ([("up", "runtime copies"), ("down", "runtime copies")],) * 2,
     "rows": ([("up", "staged rows"), ("down", "gathered on the device")],) * 2,
