@@ -1,7 +1,7 @@
 /*
  * copy.h -- the copy planner's doors (copy/copy.c): the only functions of
- * the wing src/copy/ that the rest of PyGPU calls.  They take the GIL as
- * Python code holds it, release it inside, and fail with an exception set;
+ * the wing src/copy/ that the rest of PyGPU calls.  Called with the GIL
+ * held, they release it while data move and fail with an exception set;
  * the sides of a copy are pygpu_side (pygpu.h).
  */
 #ifndef PYGPU_COPY_COPY_H

@@ -307,8 +307,9 @@ enum route {
 };
 
 static const char *const route_names[] = {
-    "none", "in the background", "staged", "through a page-locked block", "one DMA", "runtime copies", "staged rows", "scattered as it arrives",
-    "scattered", "gathered on the device", "gathered on the device in pieces", "staged view", "gathered on the host",
+    "none", "in the background", "staged", "through a page-locked block", "one DMA", "runtime copies", "staged rows",
+    "scattered as it arrives", "scattered", "gathered on the device", "gathered on the device in pieces", "staged view",
+    "gathered on the host",
 };
 
 /* With PYGPU_STAGING_TRACE=1, each route taken and why, on stderr. */
