@@ -53,8 +53,8 @@ sys.path.insert(0, os.path.join(HERE, "build_support"))
 import pygpu_build  # noqa: E402  (where the CUDA runtime comes from: shared with the build backend)
 import pygpu_sources  # noqa: E402  (which files compile the same for every backend)
 
-COMMON = sorted(glob.glob("src/*.c") + glob.glob("src/transfer/*.c"))
-HEADERS = sorted(glob.glob("src/*.h") + glob.glob("src/transfer/*.h") + glob.glob("src/backend/*.h") + glob.glob("src/kernels/*.h")
+COMMON = sorted(glob.glob("src/*.c") + glob.glob("src/copy/*.c") + glob.glob("src/transfer/*.c"))
+HEADERS = sorted(glob.glob("src/*.h") + glob.glob("src/copy/*.h") + glob.glob("src/transfer/*.h") + glob.glob("src/backend/*.h") + glob.glob("src/kernels/*.h")
                  + glob.glob("include/pygpu/*.h"))
 CFLAGS = ["-std=c11", "-O2", "-Wall", "-Wextra", "-fvisibility=hidden"]
 KERNEL_SOURCE = "src/kernels/copy_kernels.cu"

@@ -7,6 +7,7 @@
  * functions array_new.c's; the host doors array_host.c's.
  */
 #include "pygpu.h"
+#include "copy/copy.h"
 
 #include <structmember.h>
 

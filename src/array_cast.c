@@ -4,6 +4,7 @@
  * host where the kernel cannot run or NumPy's rule checks each value.
  */
 #include "pygpu.h"
+#include "copy/copy.h"
 
 
 /* ---- astype ----------------------------------------------------------------- */

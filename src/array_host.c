@@ -7,6 +7,7 @@
  * or another array, broadcast and converted), and the download (get).
  */
 #include "pygpu.h"
+#include "copy/copy.h"
 #include "transfer/pinned_pool.h"
 
 /* ---- construction ------------------------------------------------------------ */

@@ -5,6 +5,7 @@
  * array_scalar.c's; __dlpack__ dlpack_export.c's).
  */
 #include "pygpu.h"
+#include "copy/copy.h"
 
 #define SELF ((PyGPUArray *)self)
 #define KW(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS

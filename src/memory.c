@@ -7,6 +7,7 @@
  * device has one, ordered on a stream, and are given back on that stream.
  */
 #include "pygpu.h"
+#include "copy/copy.h"
 
 #include <structmember.h>
 

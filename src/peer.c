@@ -12,8 +12,8 @@
  * (seen with a 2026 driver) the pair's pool grants are taken back and its
  * copies are staged through pinned host buffers, and the copy door warns
  * once (pygpu_peer_lossy_pair).  Pure C; the copy planner asks
- * pygpu_peer_usable, Device.enable_peer_access and disable_peer_access
- * (device.c) turn it on and off.
+ * pygpu_peer_usable (copy/cross_routes.c), Device.enable_peer_access and
+ * disable_peer_access (device.c) turn it on and off.
  */
 #include "peer.h"
 #include "transfer/settings.h"

@@ -349,7 +349,7 @@ PyArray_Descr *pygpu_descr_arg(PyObject *obj);
 /* 1 if `d` is a dtype GPUArray holds (numeric, native byte order). */
 int pygpu_descr_supported(PyArray_Descr *d);
 
-/* ---- copy.c -------------------------------------------------------------- */
+/* ---- one side of a copy (the copy planner's doors: copy/copy.h) --------- */
 
 /* One side of a copy: where its element [0, ..., 0] is, its strides, and
  * for device memory its device (-1: the current one).  A host side may
@@ -363,31 +363,6 @@ typedef struct {
     int device;
     PyObject *owner;
 } pygpu_side;
-
-/* Copy the elements of `src` to `dst` (layouts of one shape; any strides,
- * src strides may be 0 where it is broadcast), on stream `s`.  Unless
- * `async`, the copy is done when this returns.  GIL released inside; 0, or
- * -1 with an exception set. */
-int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape,
-               ptrdiff_t itemsize, pygpu_stream_t s, int async);
-/* Give back what finished background uploads held (their page-locked
- * blocks, their host memory's owners); the GIL held. */
-void pygpu_copy_reap(void);
-/* 1 if PyGPU's kernels can run on device `dev` (-1: the current one),
- * readying them there the first time; 0 if not (with the one-time
- * BackendWarning saying why); -1 with an exception set. */
-int pygpu_kernels_usable(pygpu_state *st, int dev);
-/* Convert the elements of device layout `src` (type `stype`) into device
- * layout `dst` (type `dtype`; both enum pygpu_ktype), on one device, by
- * PyGPU's cast kernel, as NumPy's unsafe casts convert (src strides may be
- * 0: broadcast; the layouts must not overlap).  Queued on `s`.  0 when
- * done, 1 when the kernels cannot run here (the caller takes the host's
- * way), -1 with an exception set. */
-int pygpu_cast(pygpu_state *st, pygpu_side dst, int dtype, pygpu_side src, int stype, int nd, const ptrdiff_t *shape,
-               pygpu_stream_t s);
-/* Fill the elements of a device layout with one element's bytes `value`. */
-int pygpu_fill(pygpu_state *st, pygpu_side dst, int nd, const ptrdiff_t *shape, ptrdiff_t itemsize,
-               const void *value, pygpu_stream_t s);
 
 /* A GPUArray as one side of a copy. */
 static inline pygpu_side pygpu_device_side(PyGPUArray *a)

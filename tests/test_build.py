@@ -203,6 +203,7 @@ def test_files_compiled_once_are_the_same_for_every_backend():
         sys.path.pop(0)
     import glob
     sources = sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "src", "*.c"))
+                     + glob.glob(os.path.join(ROOT, "src", "copy", "*.c"))
                      + glob.glob(os.path.join(ROOT, "src", "transfer", "*.c")))
     neutral = [s for s in sources if pygpu_sources.backend_neutral(s, ROOT)]
     assert len(neutral) >= len(sources) // 2, neutral

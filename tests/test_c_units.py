@@ -1,6 +1,6 @@
 """The C unit tests (tests/c/) of PyGPU's pure-C code: the layout arithmetic
 (src/shape.c), the DLPack tensor checks (src/dlpack_check.c), and PyGPU's
-own kernels as the host backend runs them (src/devcopy.c,
+own kernels as the host backend runs them (src/copy/devcopy.c,
 src/backend/kernels_host.c, src/kernels/kernels.h), and the worker pool
 with many callers at once (src/transfer/workers.c; also under
 ThreadSanitizer), the pool of page-locked blocks over the host runtime
@@ -27,7 +27,7 @@ SRC = os.path.join(ROOT, "src")
 UNITS = {
     "test_shape": ["src/shape.c"],
     "test_dlpack_check": ["src/dlpack_check.c", "src/shape.c"],
-    "test_devcopy": ["src/devcopy.c", "src/backend/kernels_host.c", "src/shape.c", "src/env.c"],
+    "test_devcopy": ["src/copy/devcopy.c", "src/backend/kernels_host.c", "src/shape.c", "src/env.c"],
     "test_workers": ["src/transfer/workers.c"],
     "test_pinned_pool": ["src/transfer/pinned_pool.c", "src/backend/rt_host.c", "src/transfer/settings.c", "src/env.c"],
     "test_lanes": ["src/transfer/lanes.c", "src/transfer/pinned_pool.c", "src/backend/rt_host.c",

@@ -779,7 +779,7 @@ case("rows unstaged", q, 0)
 # The route each copy above takes on the host backend (all host memory
 # pageable there), with PyGPU's kernels and without: (up or down, route).
 ROUTES = {
-    "small": ([("up", "one DMA"), ("down", "one DMA")],) * 2,
+    "small": ([("up", "one DMA"), ("down", "through a page-locked block")],) * 2,
     "big": ([("up", "staged"), ("down", "staged")],) * 2,
     "wide": ([("up", "runtime copies"), ("down", "runtime copies")],) * 2,
     "rows": ([("up", "staged rows"), ("down", "gathered on the device")],) * 2,
@@ -797,7 +797,7 @@ ROUTES = {
 @pytest.mark.parametrize("kernels", [0, 1])
 def test_staging_trace_names_each_route(kernels):
     """PYGPU_STAGING_TRACE=1 names the route of every copy between host and
-    device, and why (copy.c's route_up and route_down): each layout goes
+    device, and why (copy/host_routes.c's route_up and route_down): each layout goes
     the way the planner's rule says, and arrives as NumPy has it."""
     import os
     import subprocess

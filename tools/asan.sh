@@ -52,9 +52,9 @@ fi
 
 build() {
     mkdir -p "$BUILD/obj" "$BUILD/pygpu"
-    local srcs=(src/*.c src/transfer/*.c src/backend/rt_host.c src/backend/kernels_host.c) stale=0
+    local srcs=(src/*.c src/copy/*.c src/transfer/*.c src/backend/rt_host.c src/backend/kernels_host.c) stale=0
     if [ -e "$SO" ]; then
-        for f in "${srcs[@]}" src/*.h src/transfer/*.h src/backend/*.h src/kernels/*.h include/pygpu/*.h tools/asan.sh; do
+        for f in "${srcs[@]}" src/*.h src/copy/*.h src/transfer/*.h src/backend/*.h src/kernels/*.h include/pygpu/*.h tools/asan.sh; do
             [ "$f" -nt "$SO" ] && stale=1 && break
         done
     else
@@ -62,6 +62,7 @@ build() {
     fi
     if [ "$stale" = 1 ]; then
         export ASAN_CC="$CC" ASAN_CFLAGS="$CFLAGS" ASAN_OBJ="$BUILD/obj"
+        rm -f "$BUILD"/obj/*.o      # (a file moved or gone leaves no object behind to link)
         printf '%s\n' "${srcs[@]}" | xargs -P "$JOBS" -n 1 sh -c \
             '$ASAN_CC $ASAN_CFLAGS -c "$1" -o "$ASAN_OBJ/$(echo "$1" | tr / _).o" || exit 255' sh
         "$CC" -shared $SAN -o "$SO" "$BUILD"/obj/*.o -lpthread

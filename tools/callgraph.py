@@ -36,7 +36,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def sources(root=ROOT):
     """The C files of the host backend's build, relative to `root`."""
     out = []
-    for folder in ("src", "src/transfer"):
+    for folder in ("src", "src/copy", "src/transfer"):
         base = os.path.join(root, folder)
         out += sorted(os.path.join(folder, f) for f in os.listdir(base) if f.endswith(".c"))
     return out + ["src/backend/rt_host.c", "src/backend/kernels_host.c"]

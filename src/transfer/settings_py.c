@@ -4,6 +4,7 @@
  * call that readies the machinery at module init.
  */
 #include "../pygpu.h"
+#include "../copy/copy.h"
 #include "pinned_pool.h"
 #include "background.h"
 #include "pipeline.h"

@@ -1,13 +1,13 @@
 /*
  * test_devcopy.c -- unit tests of PyGPU's own kernels as the host backend
  * runs them, and of what the device kernels share with it: division by
- * multiply-high (kernels.h), the float16 conversions, and src/devcopy.c
+ * multiply-high (kernels.h), the float16 conversions, and src/copy/devcopy.c
  * (the unit chosen, the cut into launches, the transpose's tile axes)
  * driving src/backend/kernels_host.c, against element-by-element oracles
  * on random layouts (sizes lowered so that big copies are cut too).
  */
 #include "check.h"
-#include "devcopy.h"
+#include "copy/devcopy.h"
 #include "kernels/kernels.h"
 
 #include <math.h>

@@ -7,7 +7,7 @@
  * differ, and each launch's argument block filled.
  */
 #include "devcopy.h"
-#include "kernels/kernels.h"
+#include "../kernels/kernels.h"
 
 #include <stdint.h>
 #include <string.h>

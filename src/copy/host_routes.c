@@ -1,23 +1,25 @@
 /*
- * copy_host.c -- the copy planner's copies between host and device: for
+ * host_routes.c -- the copy planner's copies between host and device: for
  * each, route_up or route_down names the route (one DMA, the staging
  * pipeline, runtime copies of wide rows, a gather or scatter on the device,
  * a gather on the host) and why, in one place; cp_h2d and cp_d2h take it,
  * and the next when one declines (the pipeline busy, no room on the
- * device).  PYGPU_STAGING_TRACE=1 prints each route taken.  Called by
- * copy.c's plan with the GIL released.
+ * device).  PYGPU_STAGING_TRACE=1 prints each route taken.  Called by the
+ * plan (plan.c) with the GIL released.
  */
-#include "copy_plan.h"
-#include "transfer/background.h"
-#include "transfer/background_down.h"
-#include "transfer/background_up.h"
-#include "transfer/hostcopy.h"
-#include "transfer/pinned_pool.h"
-#include "transfer/settings.h"
-#include "transfer/trace.h"
+#include "host_routes.h"
+#include "device_routes.h"
+#include "../transfer/background.h"
+#include "../transfer/background_down.h"
+#include "../transfer/background_up.h"
+#include "../transfer/hostcopy.h"
+#include "../transfer/pinned_pool.h"
+#include "../transfer/settings.h"
+#include "../transfer/trace.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define WIDE_ROW 512            /* bytes per row for direct 2-D host copies */
 #define NARROW_MIN 4            /* narrower rows the device moves slowly (see gather_down) */
@@ -160,22 +162,17 @@ static pygpu_status bounce_down(ctx *c, char *host, const char *dev, size_t n, i
     return r;
 }
 
-/* The dense device buffer `dev` into host layout `which` of `p` at `host`:
- * staged when `stage` (as host_to_dense); done when this returns, unless
- * `queue` (host_queue) allows leaving it queued. */
-static pygpu_status dense_to_host(ctx *c, const pygpu_pair *p, int which, char *host, const char *dev,
-                                  ptrdiff_t itemsize, int stage, int queue)
+/* The dense device buffer `dev` into host layout `which` of `p` at `host`
+ * in one copy (through a host buffer if that layout is not dense): done
+ * when this returns, unless `queue` (host_queue) allows leaving it queued. */
+static pygpu_status one_copy_down(ctx *c, const pygpu_pair *p, int which, char *host, const char *dev,
+                                  ptrdiff_t itemsize, int queue)
 {
     temps t = {0};
     ptrdiff_t ds[PYGPU_MAXDIMS];
     size_t nbytes = (size_t)(pair_size(p) * itemsize);
     pygpu_status r;
-    int done = 0;
-    if (stage && ((r = staged(c, 0, (char *)dev, host, p, which, itemsize, &done)) != 0 || done))
-        return r;
     if (pygpu_pair_is_dense(p, which, itemsize)) {
-        if (!queue && ((r = bounce_down(c, host, dev, nbytes, &done)) != 0 || done))
-            return r;
         if ((r = note(c, pygpu_rt_memcpy_async(host, dev, nbytes, PYGPU_COPY_D2H, c->s), "MemcpyAsync")) == 0 &&
             !queue)
             r = note(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize");
@@ -187,6 +184,25 @@ static pygpu_status dense_to_host(ctx *c, const pygpu_pair *p, int which, char *
         (r = note(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize")) == 0)
         pygpu_host_strided_copy(host, p->strides[which], t.host, ds, p->nd, p->shape, itemsize);
     return cp_temps_free(c, &t, r);
+}
+
+/* The dense device buffer `dev` into host layout `which` of `p` at `host`,
+ * as a step of a route (a gather's result going down): staged when `stage`
+ * (as host_to_dense), else through a page-locked block when small, dense
+ * and waited for (bounce_down), else in one copy; done when this returns,
+ * unless `queue` (host_queue) allows leaving it queued. */
+static pygpu_status dense_to_host(ctx *c, const pygpu_pair *p, int which, char *host, const char *dev,
+                                  ptrdiff_t itemsize, int stage, int queue)
+{
+    size_t nbytes = (size_t)(pair_size(p) * itemsize);
+    pygpu_status r;
+    int done = 0;
+    if (stage && ((r = staged(c, 0, (char *)dev, host, p, which, itemsize, &done)) != 0 || done))
+        return r;
+    if (pygpu_pair_is_dense(p, which, itemsize) && !queue &&
+        ((r = bounce_down(c, host, dev, nbytes, &done)) != 0 || done))
+        return r;
+    return one_copy_down(c, p, which, host, dev, itemsize, queue);
 }
 
 /* Narrow rows (4 to 63 bytes) going up from pageable memory go up dense and
@@ -280,6 +296,7 @@ enum route {
     ROUTE_NONE,
     ROUTE_BACKGROUND,       /* asynchronous: the device side dense, the host's pageable: in the background */
     ROUTE_STAGED,           /* the device side dense, the host's pageable: the staging pipeline */
+    ROUTE_BOUNCE,           /* down: both sides dense, small, waited for: through a page-locked block */
     ROUTE_DMA,              /* the device side dense: one DMA (the host gathering or scattering) */
     ROUTE_RUNTIME,          /* a few wide rows straight between the layouts (cp_runtime_copies) */
     ROUTE_STAGED_ROWS,      /* up: rows at a pitch, staged straight into them by 2-D DMA */
@@ -292,15 +309,15 @@ enum route {
 };
 
 static const char *const route_names[] = {
-    "none", "in the background", "staged", "one DMA", "runtime copies", "staged rows", "scattered as it arrives",
-    "scattered", "gathered on the device", "gathered on the device in pieces", "staged view", "gathered on the host",
+    "none", "in the background", "staged", "through a page-locked block", "one DMA", "runtime copies", "staged rows",
+    "scattered as it arrives", "scattered", "gathered on the device", "gathered on the device in pieces", "staged view",
+    "gathered on the host",
 };
 
 /* With PYGPU_STAGING_TRACE=1, each route taken and why, on stderr. */
 static void trace_route(int up, enum route r, const char *why, size_t nbytes)
 {
-    if (pygpu_trace_on)
-        fprintf(stderr, "pygpu route: %s %zu B: %s (%s)\n", up ? "up" : "down", nbytes, route_names[r], why);
+    cp_trace_route(up ? "up" : "down", nbytes, route_names[r], why);
 }
 
 /* Whether the background took a copy (`done`), and with it the owner's
@@ -362,8 +379,11 @@ pygpu_status cp_h2d(ctx *c, const pygpu_pair *p, const geometry *g, char *dst, c
                 return note(c, r, "LaunchHostFunc");
             break;
         case ROUTE_STAGED:
+            if ((r = staged(c, 1, dst, (char *)src, p, 1, itemsize, &done)) != 0 || done)
+                return r;
+            break;                  /* (the pipeline declined) */
         case ROUTE_DMA:
-            return host_to_dense(c, p, 1, dst, src, itemsize, way == ROUTE_STAGED);
+            return host_to_dense(c, p, 1, dst, src, itemsize, 0);
         case ROUTE_RUNTIME:
             return cp_runtime_copies(c, p, g, dst, src, PYGPU_COPY_H2D);
         case ROUTE_STAGED_ROWS: {
@@ -511,6 +531,11 @@ static enum route route_down(ctx *c, const pygpu_pair *p, const geometry *g, ptr
             return *why = "asynchronous, dense on the device, pageable on the host", ROUTE_BACKGROUND;
         if (after < ROUTE_STAGED && host_stage(h))
             return *why = "dense on the device, pageable on the host", ROUTE_STAGED;
+        /* Small, dense on both sides and waited for: through a page-locked
+         * block from the pool (bounce_down). */
+        if (after < ROUTE_BOUNCE && pygpu_pair_is_dense(p, 0, itemsize) && !host_queue(h, c->async) &&
+            h->nbytes <= PYGPU_BOUNCE_MAX)
+            return *why = "dense on both sides, small, waited for", ROUTE_BOUNCE;
         return *why = "dense on the device", ROUTE_DMA;
     }
     if (after < ROUTE_RUNTIME && g->calls <= MAX_DIRECT_CALLS && g->width >= WIDE_ROW && !host_stage(h))
@@ -564,8 +589,15 @@ pygpu_status cp_d2h(ctx *c, const pygpu_pair *p, const geometry *g, char *dst, c
                 return note(c, r, "LaunchHostFunc");
             break;
         case ROUTE_STAGED:
+            if ((r = staged(c, 0, (char *)src, dst, p, 0, itemsize, &done)) != 0 || done)
+                return r;
+            break;                  /* (the pipeline declined) */
+        case ROUTE_BOUNCE:
+            if ((r = bounce_down(c, dst, src, nbytes, &done)) != 0 || done)
+                return r;
+            break;                  /* (no page-locked block to be had) */
         case ROUTE_DMA:
-            return dense_to_host(c, p, 0, dst, src, itemsize, way == ROUTE_STAGED, host_queue(&h, c->async));
+            return one_copy_down(c, p, 0, dst, src, itemsize, host_queue(&h, c->async));
         case ROUTE_RUNTIME:
             if ((r = cp_runtime_copies(c, p, g, dst, src, PYGPU_COPY_D2H)) == 0 && !host_queue(&h, c->async))
                 r = note(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize");

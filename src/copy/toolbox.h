@@ -1,14 +1,19 @@
 /*
- * copy_plan.h -- the copy planner's own parts, shared by its two files and
- * by nothing else: copy.c (the doors, copies on one device and between
- * devices, casts, fills) and copy_host.c (copies between host and device:
- * their routes).  Pure C with runtime statuses; the GIL is released.
+ * toolbox.h -- the copy planner's tools (toolbox.c), the wing's lowest
+ * floor but devcopy.c: a copy's context and the first call that failed,
+ * the geometry and issue of runtime copies straight between two layouts,
+ * temporary buffers, whether PyGPU's kernels run here, and the trace line
+ * every route ladder prints.  Pure C with runtime statuses; the GIL is
+ * released.
  */
-#ifndef PYGPU_COPY_PLAN_H
-#define PYGPU_COPY_PLAN_H
+#ifndef PYGPU_COPY_TOOLBOX_H
+#define PYGPU_COPY_TOOLBOX_H
 
-#include "pygpu.h"
-#include "transfer/pipeline.h"
+#include "../pygpu.h"
+#include "../transfer/pipeline.h"
+#include "../transfer/trace.h"
+
+#include <stdio.h>
 
 #define MAX_DIRECT_CALLS 64     /* runtime calls worth issuing for one copy */
 
@@ -75,10 +80,6 @@ pygpu_status cp_runtime_copies(ctx *c, const pygpu_pair *p, const geometry *g, c
 /* 1 if PyGPU's kernels can run on the current device (else the reason is
  * kept in c->kernels). */
 int cp_kernels_usable(ctx *c);
-/* Between device layout `which` of `p` (at `view`) and a dense device
- * buffer (at `dense`), in the direction `to_dense`: on the device. */
-pygpu_status cp_device_pass(ctx *c, const pygpu_pair *p, int which, char *view, char *dense, ptrdiff_t itemsize,
-                            int to_dense);
 /* Temporary buffers: a host one (page-locked from the pool when big enough
  * to matter), a device one (from the stream's pool), and their release
  * (after the stream is past them), which returns `r` or its own failure. */
@@ -86,9 +87,13 @@ pygpu_status cp_host_temp(ctx *c, temps *t, size_t n);
 pygpu_status cp_dev_temp(ctx *c, temps *t, size_t n);
 pygpu_status cp_temps_free(ctx *c, temps *t, pygpu_status r);
 
-/* Copies between host and device (copy_host.c): layout 1 of simplified
- * pair `p` at src to layout 0 at dst; `g` is cp_geometry_of(p). */
-pygpu_status cp_h2d(ctx *c, const pygpu_pair *p, const geometry *g, char *dst, const char *src, ptrdiff_t itemsize);
-pygpu_status cp_d2h(ctx *c, const pygpu_pair *p, const geometry *g, char *dst, const char *src, ptrdiff_t itemsize);
+/* With PYGPU_STAGING_TRACE=1, the route a copy takes and why, one line on
+ * stderr: `way` says which ladder chose ("up", "down", "device",
+ * "across"), `route` is the route's name in that ladder's table. */
+static inline void cp_trace_route(const char *way, size_t nbytes, const char *route, const char *why)
+{
+    if (pygpu_trace_on)
+        fprintf(stderr, "pygpu route: %s %zu B: %s (%s)\n", way, nbytes, route, why);
+}
 
 #endif

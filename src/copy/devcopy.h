@@ -1,7 +1,8 @@
 /*
  * devcopy.h -- copies, casts and fills of device layouts by PyGPU's own
- * kernels (src/kernels/), for the copy planner.  Pure C: runtime statuses,
- * no Python, callable with the GIL released.
+ * kernels (src/kernels/), for the copy planner: the lowest file of its
+ * wing (src/copy/), knowing nothing of the plan above it.  Pure C:
+ * runtime statuses, no Python, callable with the GIL released.
  *
  * Each takes a pair of layouts as the planner simplified it (layout 0 the
  * destination, layout 1 the source; pygpu_pair_simplify with lead 0), with
@@ -12,8 +13,8 @@
 #ifndef PYGPU_DEVCOPY_H
 #define PYGPU_DEVCOPY_H
 
-#include "backend/rt.h"
-#include "shape.h"
+#include "../backend/rt.h"
+#include "../shape.h"
 
 /* Copy elements of `itemsize` bytes (any size; the kernels move them in
  * the largest units that the layouts' alignment allows). */

@@ -1,0 +1,252 @@
+/*
+ * copy.c -- the copy planner's doors, the only functions the rest of
+ * PyGPU calls (copy.h): pygpu_copy (every copy of elements between two
+ * layouts of one shape, in any direction: host<->device, on one device,
+ * between two devices), pygpu_cast and pygpu_fill (on the device, by
+ * PyGPU's kernels where they run), pygpu_copy_reap and
+ * pygpu_kernels_usable.  Each holds the Python-facing part: the device
+ * made current and put back, the GIL released around the plan below, the
+ * runtime's status turned into an exception, the one-time warning when
+ * the kernels cannot run.
+ */
+#include "copy.h"
+#include "cross_routes.h"
+#include "devcopy.h"
+#include "device_routes.h"
+#include "plan.h"
+#include "../kernels/kernels.h"
+#include "../transfer/background.h"
+#include "../transfer/trace.h"
+
+/* ---- copies ----------------------------------------------------------------- */
+
+/* A background transfer's owner, given back by the reaper (the GIL held). */
+static void release_owner(void *owner)
+{
+    Py_DECREF((PyObject *)owner);
+}
+
+void pygpu_copy_reap(void)
+{
+    pygpu_bg_reap(release_owner);
+}
+
+/* The first time in this process that PyGPU's kernels could not run
+ * where a copy wanted them (`why`, their loading's status): a
+ * BackendWarning saying so, and what such copies do instead.  0, or -1
+ * when the warning was turned into an error.  With the GIL. */
+static int kernels_warning(pygpu_status why)
+{
+    static int warned;
+    if (!why || warned)
+        return 0;
+    warned = 1;
+    PyObject *mod = PyImport_ImportModule("pygpu._errors");
+    PyObject *cls = mod ? PyObject_GetAttrString(mod, "BackendWarning") : NULL;
+    int r = cls ? PyErr_WarnFormat(cls, 1, "PyGPU's copy kernels cannot run on this device (%s: %s; kernels: %s): "
+                                   "layout copies, casts and fills of device memory take slower ways (many "
+                                   "runtime copies, or through the host)", pygpu_rt_error_name(why),
+                                   pygpu_rt_error_string(why), pygpu_rt_kernels_origin())
+                : -1;
+    Py_XDECREF(cls);
+    Py_XDECREF(mod);
+    return r;
+}
+
+int pygpu_kernels_usable(pygpu_state *st, int dev)
+{
+    int prev = -1;
+    pygpu_status k;
+    if (dev >= 0 && pygpu_device_enter(st, dev, &prev) < 0)
+        return -1;
+    Py_BEGIN_ALLOW_THREADS      /* (the first time: loading them, maybe compiling PTX) */
+    k = pygpu_rt_kernels_ready();
+    Py_END_ALLOW_THREADS
+    if ((prev >= 0 && pygpu_device_leave(st, prev) < 0) || kernels_warning(k) < 0)
+        return -1;
+    return k == 0;
+}
+
+int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape,
+               ptrdiff_t itemsize, pygpu_stream_t s, int async)
+{
+    ctx c = {.s = s, .async = async};
+    pygpu_status r;
+    int dev = dst.on_device ? dst.device : src.on_device ? src.device : -1, prev = -1;
+    int cross = dst.on_device && src.on_device && dst.device >= 0 && src.device >= 0 && dst.device != src.device;
+    pygpu_copy_reap();
+    pygpu_trace_enter();
+    if (dev >= 0 && pygpu_device_enter(st, dev, &prev) < 0)
+        return -1;
+    if (async && dst.on_device && !src.on_device && src.owner)
+        c.owner = Py_NewRef(src.owner);
+    else if (async && !dst.on_device && src.on_device && dst.owner)
+        c.owner = Py_NewRef(dst.owner);
+    c.ts = PyEval_SaveThread();
+    if (cross)      /* done when it returns: the source may be freed at once */
+        r = cp_cross_device(&c, dst, src, nd, shape, itemsize);
+    else
+        r = cp_plan(&c, dst, src, nd, shape, itemsize);
+    /* (Copies down have waited already, where they had to.) */
+    if (r == 0 && !async && !cross && !c.stopped && !(src.on_device && !dst.on_device))
+        r = note(&c, pygpu_rt_stream_synchronize(s), "StreamSynchronize");
+    pygpu_trace_done();
+    PyEval_RestoreThread(c.ts);
+    if (!c.owner_taken)
+        Py_XDECREF(c.owner);
+    int back = prev >= 0 && !c.stopped && r == 0 ? pygpu_device_leave(st, prev) : 0;
+    if (prev >= 0 && (c.stopped || r != 0) && pygpu_rt_set_device(prev) != 0)
+        (void)pygpu_rt_get_last_error();
+    if (c.stopped)
+        return -1;      /* the signal handler's exception (KeyboardInterrupt) is set */
+    if (pygpu_check(st, r, c.call ? c.call : "MemcpyAsync") < 0 || kernels_warning(c.kernels) < 0)
+        return -1;
+    return back;
+}
+
+/* ---- casts ------------------------------------------------------------------ */
+
+int pygpu_cast(pygpu_state *st, pygpu_side dst, int dtype, pygpu_side src, int stype, int nd, const ptrdiff_t *shape,
+               pygpu_stream_t s)
+{
+    ctx c = {.s = s};
+    temps ts = {0}, td = {0};
+    pygpu_pair p;
+    pygpu_status r = 0;
+    int prev = -1, done = 0;
+    pygpu_pair_init(&p, nd, shape, dst.strides, src.strides);
+    pygpu_pair_simplify(&p, 0);
+    if (p.nd < 0)
+        return 0;
+    pygpu_pair whole = p;
+    char *d = dst.ptr + p.offset[0], *from = src.ptr + p.offset[1];
+    ptrdiff_t n = pair_size(&p), dsize = pk_itemsize(dtype), ssize = pk_itemsize(stype);
+    if (dst.device >= 0 && pygpu_device_enter(st, dst.device, &prev) < 0)
+        return -1;
+    Py_BEGIN_ALLOW_THREADS
+    if (cp_kernels_usable(&c)) {
+        done = 1;
+        /* The kernels read and write whole elements: a side that is not
+         * aligned to them goes through a dense buffer of its own type. */
+        if (!pygpu_dev_aligned(&p, 1, from, pygpu_dev_unit(stype)) &&
+            (r = cp_dev_temp(&c, &ts, (size_t)(n * ssize))) == 0 &&
+            (r = cp_device_pass(&c, &whole, 1, from, ts.dev, ssize, 1)) == 0) {
+            dense_strides(&p, ssize, p.strides[1]);
+            from = ts.dev;
+        }
+        if (r == 0 && !pygpu_dev_aligned(&p, 0, d, pygpu_dev_unit(dtype)) &&
+            (r = cp_dev_temp(&c, &td, (size_t)(n * dsize))) == 0) {
+            dense_strides(&p, dsize, p.strides[0]);
+            d = td.dev;
+        }
+        if (r == 0)
+            r = note(&c, pygpu_dev_cast(&p, d, dtype, from, stype, s), "LaunchKernel");
+        if (r == 0 && td.dev)
+            r = cp_device_pass(&c, &whole, 0, dst.ptr + whole.offset[0], td.dev, dsize, 0);
+        r = cp_temps_free(&c, &td, r);
+        r = cp_temps_free(&c, &ts, r);
+    }
+    Py_END_ALLOW_THREADS
+    if (prev >= 0 && pygpu_rt_set_device(prev) != 0 && r == 0)
+        r = note(&c, pygpu_rt_get_last_error(), "SetDevice");
+    if (pygpu_check(st, r, c.call ? c.call : "LaunchKernel") < 0 || kernels_warning(c.kernels) < 0)
+        return -1;
+    return done ? 0 : 1;
+}
+
+/* ---- fill ------------------------------------------------------------------ */
+
+/* 1 if every byte of the element `value` is the same (a memset fills it). */
+static int is_uniform(const unsigned char *value, ptrdiff_t itemsize)
+{
+    for (ptrdiff_t i = 1; i < itemsize; i++)
+        if (value[i] != value[0])
+            return 0;
+    return 1;
+}
+
+/* Fill `n` dense elements at `dst` with `value`: memset when every byte of
+ * the value is the same, else one element up and copies doubling the
+ * filled prefix (no kernels). */
+static pygpu_status fill_dense(ctx *c, char *dst, ptrdiff_t n, ptrdiff_t itemsize, const unsigned char *value)
+{
+    if (is_uniform(value, itemsize))
+        return note(c, pygpu_rt_memset_async(dst, value[0], (size_t)(n * itemsize), c->s), "MemsetAsync");
+    pygpu_status r = note(c, pygpu_rt_memcpy_async(dst, value, (size_t)itemsize, PYGPU_COPY_H2D, c->s),
+                          "MemcpyAsync");
+    for (ptrdiff_t k = 1; r == 0 && k < n; k *= 2) {
+        ptrdiff_t m = k < n - k ? k : n - k;
+        r = note(c, pygpu_rt_memcpy_async(dst + k * itemsize, dst, (size_t)(m * itemsize),
+                                          PYGPU_COPY_D2D, c->s), "MemcpyAsync");
+    }
+    return r;
+}
+
+/* Fill layout 0 of `p` (at dst) by PyGPU's fill kernel: in place where
+ * the layout is aligned to whole elements, else in a dense buffer that is
+ * then copied into place. */
+static pygpu_status fill_by_kernel(ctx *c, const pygpu_pair *p, char *dst, ptrdiff_t itemsize, const void *value)
+{
+    temps t = {0};
+    pygpu_status r;
+    if (pygpu_dev_aligned(p, 0, dst, itemsize))
+        return note(c, pygpu_dev_fill(p, dst, itemsize, value, c->s), "LaunchKernel");
+    pygpu_pair q = *p;
+    dense_strides(p, itemsize, q.strides[0]);
+    if ((r = cp_dev_temp(c, &t, (size_t)(pair_size(p) * itemsize))) == 0 &&
+        (r = note(c, pygpu_dev_fill(&q, t.dev, itemsize, value, c->s), "LaunchKernel")) == 0)
+        r = cp_device_pass(c, p, 0, dst, t.dev, itemsize, 0);
+    return cp_temps_free(c, &t, r);
+}
+
+/* Fill it without kernels: a memset or doubling copies into it if it is
+ * dense, else into a dense buffer copied into place. */
+static pygpu_status fill_by_copies(ctx *c, const pygpu_pair *p, char *dst, ptrdiff_t itemsize,
+                                   const unsigned char *value)
+{
+    temps t = {0};
+    pygpu_status r;
+    ptrdiff_t ds[PYGPU_MAXDIMS], n = pair_size(p);
+    if (pygpu_pair_is_dense(p, 0, itemsize))
+        return fill_dense(c, dst, n, itemsize, value);
+    if ((r = cp_dev_temp(c, &t, (size_t)(n * itemsize))) == 0 && (r = fill_dense(c, t.dev, n, itemsize, value)) == 0) {
+        dense_strides(p, itemsize, ds);
+        pygpu_side view = {dst, p->strides[0], 1, -1, NULL}, dense = {t.dev, ds, 1, -1, NULL};
+        r = cp_plan(c, view, dense, p->nd, p->shape, itemsize);
+    }
+    return cp_temps_free(c, &t, r);
+}
+
+int pygpu_fill(pygpu_state *st, pygpu_side dst, int nd, const ptrdiff_t *shape, ptrdiff_t itemsize,
+               const void *value, pygpu_stream_t s)
+{
+    ctx c = {.s = s};
+    pygpu_pair p;
+    pygpu_status r = 0;
+    int uniform = is_uniform(value, itemsize);
+    pygpu_pair_init(&p, nd, shape, dst.strides, dst.strides);
+    pygpu_pair_simplify(&p, 0);
+    if (p.nd < 0)
+        return 0;
+    char *d = dst.ptr + p.offset[0];
+    int prev = -1;
+    if (dst.device >= 0 && pygpu_device_enter(st, dst.device, &prev) < 0)
+        return -1;
+    Py_BEGIN_ALLOW_THREADS
+    if (uniform && pygpu_pair_is_dense(&p, 0, itemsize))
+        r = note(&c, pygpu_rt_memset_async(d, ((const unsigned char *)value)[0], (size_t)(pair_size(&p) * itemsize),
+                                          s), "MemsetAsync");
+    else if (cp_kernels_usable(&c))
+        r = fill_by_kernel(&c, &p, d, itemsize, value);     /* (the value goes with the launch) */
+    else if ((r = fill_by_copies(&c, &p, d, itemsize, value)) == 0 && !uniform) {
+        /* A value that is not one repeated byte was copied up from the
+         * caller's memory: wait for that copy. */
+        r = note(&c, pygpu_rt_stream_synchronize(s), "StreamSynchronize");
+    }
+    Py_END_ALLOW_THREADS
+    if (prev >= 0 && pygpu_rt_set_device(prev) != 0 && r == 0)
+        r = note(&c, pygpu_rt_get_last_error(), "SetDevice");
+    if (pygpu_check(st, r, c.call ? c.call : "MemsetAsync") < 0 || kernels_warning(c.kernels) < 0)
+        return -1;
+    return 0;
+}

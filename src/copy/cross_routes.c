@@ -1,0 +1,127 @@
+/*
+ * cross_routes.c -- the copy planner's copies between two devices: each
+ * side made dense on its own device (a gather or scatter there), and the
+ * dense bytes across by the route ladder: peer to peer where the two
+ * reach each other, else the pipeline through page-locked buffers
+ * (transfer/cross.c), else, with no buffer to be had, the runtime's own
+ * staging; each route with its reason, printed by PYGPU_STAGING_TRACE=1.
+ */
+#include "cross_routes.h"
+#include "device_routes.h"
+#include "../transfer/cross.h"
+
+/* ---- the route: how the dense bytes cross -------------------------------- */
+
+/* The ways dense bytes can go from one device to another, in the order
+ * they are tried; route_across chooses.  The staging pipeline declines
+ * when the pinned pool has no buffer for it, and the next route goes. */
+enum cross_route {
+    CROSS_NONE,
+    CROSS_PEER,             /* the devices reach each other: one peer copy */
+    CROSS_STAGED,           /* through page-locked buffers, the two legs overlapping */
+    CROSS_RUNTIME,          /* the runtime's peer copy, which stages it itself */
+};
+
+static const char *const cross_route_names[] = {"none", "peer to peer", "staged", "staged by the runtime"};
+
+/* The way across from `sdev` to `ddev`, after `after` (CROSS_NONE: the
+ * first choice); *why says why. */
+static enum cross_route route_across(int ddev, int sdev, enum cross_route after, const char **why)
+{
+    if (after < CROSS_PEER && pygpu_peer_usable(ddev, sdev))
+        return *why = "the devices reach each other", CROSS_PEER;
+    if (after < CROSS_STAGED)
+        return *why = "no peer access", CROSS_STAGED;
+    return *why = "no page-locked buffer to be had (the pinned pool's limit)", CROSS_RUNTIME;
+}
+
+/* `n` dense bytes from `from` on `sdev` to `to` on `ddev` (current, and
+ * current on return), on c->s. */
+static pygpu_status across(ctx *c, char *to, int ddev, const char *from, int sdev, size_t n)
+{
+    const char *why;
+    for (enum cross_route way = route_across(ddev, sdev, CROSS_NONE, &why);;
+         way = route_across(ddev, sdev, way, &why)) {
+        cp_trace_route("across", n, cross_route_names[way], why);
+        switch (way) {
+        case CROSS_PEER:
+        case CROSS_RUNTIME:
+            return note(c, pygpu_rt_memcpy_peer_async(to, ddev, from, sdev, n, c->s), "MemcpyPeerAsync");
+        case CROSS_STAGED: {
+            pygpu_staging_ctx sc = {.stream = c->s};
+            int staged = 0;
+            pygpu_status r = pygpu_staged_cross(&sc, to, ddev, from, sdev, n, &staged);
+            if (sc.call && !c->call)
+                c->call = sc.call;
+            if (r != 0 || staged)
+                return r;
+            break;                  /* (no buffer) */
+        }
+        default:
+            return note(c, PYGPU_RT_INVALID_VALUE, "route");
+        }
+    }
+}
+
+/* ---- between devices -------------------------------------------------------- */
+
+/* Make `dev` current (the two sides take turns). */
+static pygpu_status use(ctx *c, int dev)
+{
+    return note(c, pygpu_rt_set_device(dev), "SetDevice");
+}
+
+/* Copy `p` (dst layout 0 on `ddev`, current, stream c->s; src layout 1 on
+ * `sdev`).  Done when it returns, with `ddev` current. */
+pygpu_status cp_cross_device(ctx *c, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape,
+                             ptrdiff_t itemsize)
+{
+    pygpu_pair p;
+    pygpu_pair_init(&p, nd, shape, dst.strides, src.strides);
+    pygpu_pair_simplify(&p, 0);
+    if (p.nd < 0)
+        return 0;
+    int ddev = dst.device, sdev = src.device;
+    size_t n = (size_t)(pair_size(&p) * itemsize);
+    char *to = dst.ptr + p.offset[0], *from = src.ptr + p.offset[1];
+    ctx sc = {.s = PYGPU_STREAM_NULL};     /* the source side's work: its legacy stream */
+    temps stmp = {0}, dtmp = {0};
+    pygpu_event_t ready = NULL;
+    pygpu_status r;
+    /* On the source device, after the work queued there: a dense copy of the
+     * source if it is not dense, and an event the copy waits for. */
+    if ((r = use(c, sdev)) == 0 && !pygpu_pair_is_dense(&p, 1, itemsize) &&
+        (r = cp_dev_temp(&sc, &stmp, n)) == 0 && (r = cp_device_pass(&sc, &p, 1, from, stmp.dev, itemsize, 1)) == 0)
+        from = stmp.dev;
+    if (r == 0 && (r = note(&sc, pygpu_rt_event_create(&ready, PYGPU_EVENT_DISABLE_TIMING),
+                            "EventCreateWithFlags")) == 0)
+        r = note(&sc, pygpu_rt_event_record(ready, PYGPU_STREAM_NULL), "EventRecord");
+    if (sc.call)
+        c->call = sc.call;
+    if (r == 0 && (r = use(c, ddev)) == 0)
+        r = note(c, pygpu_rt_stream_wait_event(c->s, ready), "StreamWaitEvent");
+    int dense_to = pygpu_pair_is_dense(&p, 0, itemsize);
+    if (r == 0 && !dense_to && (r = cp_dev_temp(c, &dtmp, n)) == 0)
+        to = dtmp.dev;
+    if (r == 0)
+        r = across(c, to, ddev, from, sdev, n);
+    if (r == 0 && !dense_to)
+        r = cp_device_pass(c, &p, 0, dst.ptr + p.offset[0], dtmp.dev, itemsize, 0);
+    /* Done (or failed part way): nothing queued may still read the temporaries. */
+    pygpu_status w = pygpu_rt_set_device(ddev);
+    if (w == 0)
+        w = pygpu_rt_stream_synchronize(c->s);
+    if (r == 0)
+        r = note(c, w, "StreamSynchronize");
+    if (ready)
+        (void)pygpu_rt_event_destroy(ready);
+    r = cp_temps_free(c, &dtmp, r);
+    if (stmp.dev) {
+        (void)pygpu_rt_set_device(sdev);
+        r = cp_temps_free(&sc, &stmp, r);
+        if (sc.call && !c->call)
+            c->call = sc.call;
+        (void)pygpu_rt_set_device(ddev);
+    }
+    return r;
+}

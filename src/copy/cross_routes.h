@@ -1,0 +1,16 @@
+/*
+ * cross_routes.h -- the copy planner's copies between two devices
+ * (cross_routes.c).  Pure C with runtime statuses; the GIL is released.
+ */
+#ifndef PYGPU_COPY_CROSS_ROUTES_H
+#define PYGPU_COPY_CROSS_ROUTES_H
+
+#include "toolbox.h"
+
+/* Copy the elements of `src` (on device src.device) to `dst` (on
+ * dst.device, current, stream c->s): layouts of one shape, any strides.
+ * Done when it returns, with dst.device current. */
+pygpu_status cp_cross_device(ctx *c, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape,
+                             ptrdiff_t itemsize);
+
+#endif

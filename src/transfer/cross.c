@@ -1,0 +1,89 @@
+/*
+ * cross.c -- the pipeline between two devices that cannot reach each
+ * other: dense bytes through page-locked buffers from the pinned pool, the
+ * legs down from one device and up to the other overlapping; see cross.h.
+ */
+#include "cross.h"
+#include "pinned_pool.h"
+#include "settings.h"
+
+/* The failing call is named once, by the first failure. */
+static pygpu_status note(pygpu_staging_ctx *c, pygpu_status r, const char *call)
+{
+    if (r != 0 && !c->call)
+        c->call = call;
+    return r;
+}
+
+/* Make `dev` current (the pipeline's two sides take turns). */
+static pygpu_status use(pygpu_staging_ctx *c, int dev)
+{
+    return note(c, pygpu_rt_set_device(dev), "SetDevice");
+}
+
+pygpu_status pygpu_staged_cross(pygpu_staging_ctx *c, char *dst, int ddev, const char *src, int sdev, size_t n,
+                                int *staged)
+{
+    pygpu_transfer_config cfg;
+    pygpu_transfer_config_get(&cfg);
+    /* Chunks of a sixteenth of the copy (1 MiB at least) keep both legs
+     * busy from the start, up to the pipeline's chunk size (two H200s, 16
+     * MiB: eighths 0.74 of the slower host link, sixteenths 0.78, 32nds 0.69). */
+    size_t chunk = n / 16 < ((size_t)1 << 20) ? ((size_t)1 << 20) : n / 16;
+    if (chunk > cfg.chunk)
+        chunk = cfg.chunk;
+    if (chunk > n)
+        chunk = n;
+    int nbuf = 0, want = (int)((n + chunk - 1) / chunk);
+    void *buf[16];
+    pygpu_event_t down[16] = {0}, up[16] = {0};
+    pygpu_status r = 0;
+    if (want > cfg.depth)
+        want = cfg.depth;
+    if (want > 16)
+        want = 16;
+    *staged = 0;
+    while (nbuf < want && (buf[nbuf] = pygpu_pinned_take(chunk)) != NULL)
+        nbuf++;
+    if (nbuf == 0)      /* the pool is at its limit: the caller goes another way */
+        return 0;
+    *staged = 1;
+    for (int k = 0; r == 0 && k < nbuf; k++) {
+        if ((r = use(c, sdev)) == 0)
+            r = note(c, pygpu_rt_event_create(&down[k], PYGPU_EVENT_DISABLE_TIMING), "EventCreateWithFlags");
+        if (r == 0 && (r = use(c, ddev)) == 0)
+            r = note(c, pygpu_rt_event_create(&up[k], PYGPU_EVENT_DISABLE_TIMING), "EventCreateWithFlags");
+    }
+    for (size_t off = 0, i = 0; r == 0 && off < n; off += chunk, i++) {
+        int k = (int)(i % (size_t)nbuf);
+        size_t len = n - off < chunk ? n - off : chunk;
+        if ((r = use(c, sdev)) != 0 ||
+            (i >= (size_t)nbuf && (r = note(c, pygpu_rt_stream_wait_event(PYGPU_STREAM_NULL, up[k]),
+                                            "StreamWaitEvent")) != 0) ||
+            (r = note(c, pygpu_rt_memcpy_async(buf[k], src + off, len, PYGPU_COPY_D2H, PYGPU_STREAM_NULL),
+                      "MemcpyAsync")) != 0 ||
+            (r = note(c, pygpu_rt_event_record(down[k], PYGPU_STREAM_NULL), "EventRecord")) != 0 ||
+            (r = use(c, ddev)) != 0 ||
+            (r = note(c, pygpu_rt_stream_wait_event(c->stream, down[k]), "StreamWaitEvent")) != 0 ||
+            (r = note(c, pygpu_rt_memcpy_async(dst + off, buf[k], len, PYGPU_COPY_H2D, c->stream),
+                      "MemcpyAsync")) != 0)
+            break;
+        r = note(c, pygpu_rt_event_record(up[k], c->stream), "EventRecord");
+    }
+    /* The buffers go back once both sides are past them. */
+    pygpu_status w = pygpu_rt_set_device(sdev);
+    if (w == 0)
+        w = pygpu_rt_stream_synchronize(PYGPU_STREAM_NULL);
+    if (w == 0 && (w = pygpu_rt_set_device(ddev)) == 0)
+        w = pygpu_rt_stream_synchronize(c->stream);
+    if (r == 0)
+        r = note(c, w, "StreamSynchronize");
+    for (int k = 0; k < nbuf; k++) {
+        pygpu_pinned_give(buf[k]);
+        if (down[k])
+            (void)pygpu_rt_event_destroy(down[k]);
+        if (up[k])
+            (void)pygpu_rt_event_destroy(up[k]);
+    }
+    return r;
+}
