@@ -61,7 +61,7 @@ static pygpu_status staged(ctx *c, int to_device, char *dev, char *host, const p
     pygpu_host_layout h = {host, p->strides[which], p->nd, p->shape, itemsize};
     pygpu_staging_ctx sc = staging_ctx(c);
     pygpu_status r = to_device ? pygpu_staged_h2d(&sc, dev, h, done) : pygpu_staged_d2h(&sc, h, dev, done);
-    if (!*done && pygpu_trace_on)
+    if (!*done && pygpu_trace_is_on())
         fprintf(stderr, "pygpu route: %s: the staging pipeline declined (no lane: the pinned pool's limit, or an "
                 "interrupt); one copy instead\n", to_device ? "up" : "down");
     return staged_done(c, &sc, r);
@@ -327,7 +327,7 @@ static int background_took(ctx *c, int up, int done)
 {
     if (done)
         c->owner_taken = 1;
-    else if (pygpu_trace_on)
+    else if (pygpu_trace_is_on())
         fprintf(stderr, "pygpu route: %s: not in the background (no cached page-locked block of its size: one is "
                 "being made for the next); the next way instead\n", up ? "up" : "down");
     return done;

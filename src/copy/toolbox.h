@@ -92,7 +92,7 @@ pygpu_status cp_temps_free(ctx *c, temps *t, pygpu_status r);
  * "across"), `route` is the route's name in that ladder's table. */
 static inline void cp_trace_route(const char *way, size_t nbytes, const char *route, const char *why)
 {
-    if (pygpu_trace_on)
+    if (pygpu_trace_is_on())
         fprintf(stderr, "pygpu route: %s %zu B: %s (%s)\n", way, nbytes, route, why);
 }
 

@@ -174,7 +174,7 @@ pygpu_status pygpu_bg_download(char *host, const ptrdiff_t *strides, int nd, con
         r = pygpu_rt_launch_host_func(s, landed, t);
     pygpu_bg_queued();
     PYGPU_TRACE_TICK(clock);
-    if (pygpu_trace_on) {
+    if (pygpu_trace_is_on()) {
         static const char *const parts[] = {"task and block", "events", "hand-over", "chunks", "end"};
         pygpu_trace_call(&clock, parts, "pygpu background: down in %d chunks through %s, copied out with %s stores",
                          nchunks, ring ? "a ring" : "a whole block", land_stream ? "streaming" : "plain");

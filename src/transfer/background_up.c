@@ -144,7 +144,7 @@ pygpu_status pygpu_bg_upload(char *dev, const char *host, const ptrdiff_t *strid
     }
     pygpu_bg_queued();
     PYGPU_TRACE_TICK(clock);
-    if (pygpu_trace_on) {               /* (t may be over by now) */
+    if (pygpu_trace_is_on()) {               /* (t may be over by now) */
         static const char *const parts[] = {"task and block", "event", "hand-over", "chunks", "end"};
         pygpu_trace_call(&clock, parts, "pygpu background: up in %d chunks through %s, gated by %s", nchunks,
                          ring ? "a ring" : "a whole block", wait ? "the device's wait on a counter" : "host functions");

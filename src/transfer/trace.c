@@ -19,7 +19,9 @@
 #include <string.h>
 #include <time.h>
 
-int pygpu_trace_on;
+static int trace_on;
+
+int pygpu_trace_is_on(void) { return trace_on; }
 
 #define TRACE_MAX 512
 #define MAX_PARTS (4 * PYGPU_MAX_THREADS)       /* (pygpu_range_parts gives no more) */
@@ -78,7 +80,7 @@ void pygpu_trace_call(const pygpu_trace_clock *c, const char *const *names, cons
 
 void pygpu_trace_init(void)
 {
-    pygpu_trace_on = pygpu_env_get()->staging_trace;
+    trace_on = pygpu_env_get()->staging_trace;
 }
 
 void pygpu_trace_part(int k, int n, int end)
@@ -121,7 +123,7 @@ static int mine(char what)
 
 int pygpu_trace_mine(void)
 {
-    if (!pygpu_trace_on)
+    if (!trace_on)
         return 0;
     pthread_mutex_lock(&trace_mu);
     int r = owned && pthread_equal(owner, pthread_self());
@@ -190,7 +192,7 @@ void pygpu_trace_name(const char *n)
 
 void pygpu_trace_enter(void)
 {
-    if (pygpu_trace_on)
+    if (trace_on)
         entered = now_ns();
 }
 
@@ -210,7 +212,7 @@ static void print_dma(void)
 
 void pygpu_trace_done(void)
 {
-    if (!pygpu_trace_on)
+    if (!trace_on)
         return;
     pthread_mutex_lock(&trace_mu);
     if (!mine(0)) {

@@ -10,20 +10,21 @@
 
 #include "../backend/rt.h"
 
-extern int pygpu_trace_on;      /* read from the environment at init */
+/* 1 when PYGPU_STAGING_TRACE asks for traces (read once, at init). */
+int pygpu_trace_is_on(void);
 
 /* A staged transfer's events: 'b' start, 'w' buffer free, 'c' host copy of
  * a chunk done, 'q' DMA queued, 'e' end. */
 #define PYGPU_TRACE(what, chunk, bytes)                        \
     do {                                                       \
-        if (pygpu_trace_on)                                    \
+        if (pygpu_trace_is_on())                                    \
             pygpu_trace_note((what), (chunk), (bytes));        \
     } while (0)
 /* When part k of a host copy's n started (end 0) or ended (end 1), and
  * where. */
 #define PYGPU_TRACE_PART(k, n, end)                            \
     do {                                                       \
-        if (pygpu_trace_on)                                    \
+        if (pygpu_trace_is_on())                                    \
             pygpu_trace_part((k), (n), (end));                 \
     } while (0)
 
@@ -33,19 +34,19 @@ extern int pygpu_trace_on;      /* read from the environment at init */
 #define PYGPU_TRACE_DMA_MAX 32
 #define PYGPU_TRACE_DMA_START(stream)                          \
     do {                                                       \
-        if (pygpu_trace_on)                                    \
+        if (pygpu_trace_is_on())                                    \
             pygpu_trace_dma(-1, (stream));                     \
     } while (0)
 #define PYGPU_TRACE_DMA_END(stream, k)                         \
     do {                                                       \
-        if (pygpu_trace_on)                                    \
+        if (pygpu_trace_is_on())                                    \
             pygpu_trace_dma((k), (stream));                    \
     } while (0)
 
 /* The transfer's name: its trace is printed when the whole copy is done. */
 #define PYGPU_TRACE_NAME(name)                                 \
     do {                                                       \
-        if (pygpu_trace_on)                                    \
+        if (pygpu_trace_is_on())                                    \
             pygpu_trace_name(name);                            \
     } while (0)
 
@@ -73,7 +74,7 @@ typedef struct {
 } pygpu_trace_clock;
 #define PYGPU_TRACE_TICK(clock)                                \
     do {                                                       \
-        if (pygpu_trace_on && (clock).n < PYGPU_TRACE_TICKS)   \
+        if (pygpu_trace_is_on() && (clock).n < PYGPU_TRACE_TICKS)   \
             (clock).t[(clock).n++] = pygpu_trace_now_ns();     \
     } while (0)
 long long pygpu_trace_now_ns(void);
