@@ -399,6 +399,37 @@ def test_peer_access_grants_the_pools_too():
     assert granted(0, 1) and pygpu.Device(1).peer_route(0)[0] == "peer"
 
 
+LOST_PEER_COPIES = r"""
+import warnings
+import numpy as np, pygpu
+h = np.arange(1 << 16, dtype=np.int32)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    a = pygpu.to_gpu(h)
+    b = a.copy(device=1)                # the first copy between them checks the pair
+    c = b.copy(device=0)
+    v = a[::3].copy(device=1)
+np.testing.assert_array_equal(b.get(), h)
+np.testing.assert_array_equal(c.get(), h)
+np.testing.assert_array_equal(v.get(), h[::3])
+said = [str(w.message) for w in caught if issubclass(w.category, pygpu.BackendWarning)]
+assert len(said) == 1 and "wrote nothing" in said[0] and "device 0 to device 1" in said[0], said
+assert pygpu.Device(1).peer_route(0)[0] == pygpu.Device(0).peer_route(1)[0] == "staged"
+print("ok")
+"""
+
+
+@pytest.mark.skipif(pygpu.backend != "host", reason="PYGPU_HOST_PEER=2 emulates the lost copies on the host backend")
+def test_lost_peer_copies_are_staged_with_one_warning(run_python):
+    """A driver that grants peer access but loses peer copies into pool
+    memory (as one did in 2026): the first copy between the pair checks it,
+    warns once, and every copy between them, both ways, is staged and
+    whole."""
+    proc = run_python(LOST_PEER_COPIES, env={"PYGPU_BACKEND": "host", "PYGPU_HOST_DEVICES": "2",
+                                             "PYGPU_HOST_PEER": "2"})
+    assert proc.stdout.split()[-1] == "ok", proc.stderr[-2000:]
+
+
 @two
 def test_disable_peer_access_with_work_queued(rng):
     """Work queued on a device when its peer access is taken away finishes

@@ -35,22 +35,30 @@ void pygpu_copy_reap(void)
  * where a copy wanted them (`why`, their loading's status): a
  * BackendWarning saying so, and what such copies do instead.  0, or -1
  * when the warning was turned into an error.  With the GIL. */
-static int kernels_warning(pygpu_status why)
+static int kernels_warning(pygpu_state *st, pygpu_status why)
 {
     static int warned;
     if (!why || warned)
         return 0;
     warned = 1;
-    PyObject *mod = PyImport_ImportModule("pygpu._errors");
-    PyObject *cls = mod ? PyObject_GetAttrString(mod, "BackendWarning") : NULL;
-    int r = cls ? PyErr_WarnFormat(cls, 1, "PyGPU's copy kernels cannot run on this device (%s: %s; kernels: %s): "
-                                   "layout copies, casts and fills of device memory take slower ways (many "
-                                   "runtime copies, or through the host)", pygpu_rt_error_name(why),
-                                   pygpu_rt_error_string(why), pygpu_rt_kernels_origin())
-                : -1;
-    Py_XDECREF(cls);
-    Py_XDECREF(mod);
-    return r;
+    return PyErr_WarnFormat(st->BackendWarning, 1, "PyGPU's copy kernels cannot run on this device (%s: %s; "
+                            "kernels: %s): layout copies, casts and fills of device memory take slower ways (many "
+                            "runtime copies, or through the host)", pygpu_rt_error_name(why),
+                            pygpu_rt_error_string(why), pygpu_rt_kernels_origin());
+}
+
+/* A BackendWarning for each pair of devices whose first peer copy was
+ * found lost (peer.c): their copies are staged since.  0, or -1 when the
+ * warning was turned into an error.  With the GIL. */
+static int peer_warning(pygpu_state *st)
+{
+    int dst, src;
+    while (pygpu_peer_lossy_pair(&dst, &src))
+        if (PyErr_WarnFormat(st->BackendWarning, 1, "a peer copy from device %d to device %d wrote nothing "
+                             "(a driver fault): copies between them go through page-locked host memory, "
+                             "at the host links' speed; a newer driver may fix it", src, dst) < 0)
+            return -1;
+    return 0;
 }
 
 int pygpu_kernels_usable(pygpu_state *st, int dev)
@@ -62,7 +70,7 @@ int pygpu_kernels_usable(pygpu_state *st, int dev)
     Py_BEGIN_ALLOW_THREADS      /* (the first time: loading them, maybe compiling PTX) */
     k = pygpu_rt_kernels_ready();
     Py_END_ALLOW_THREADS
-    if ((prev >= 0 && pygpu_device_leave(st, prev) < 0) || kernels_warning(k) < 0)
+    if ((prev >= 0 && pygpu_device_leave(st, prev) < 0) || kernels_warning(st, k) < 0)
         return -1;
     return k == 0;
 }
@@ -99,7 +107,8 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
         (void)pygpu_rt_get_last_error();
     if (c.stopped)
         return -1;      /* the signal handler's exception (KeyboardInterrupt) is set */
-    if (pygpu_check(st, r, c.call ? c.call : "MemcpyAsync") < 0 || kernels_warning(c.kernels) < 0)
+    if (pygpu_check(st, r, c.call ? c.call : "MemcpyAsync") < 0 || kernels_warning(st, c.kernels) < 0 ||
+        (cross && peer_warning(st) < 0))
         return -1;
     return back;
 }
@@ -149,7 +158,7 @@ int pygpu_cast(pygpu_state *st, pygpu_side dst, int dtype, pygpu_side src, int s
     Py_END_ALLOW_THREADS
     if (prev >= 0 && pygpu_rt_set_device(prev) != 0 && r == 0)
         r = note(&c, pygpu_rt_get_last_error(), "SetDevice");
-    if (pygpu_check(st, r, c.call ? c.call : "LaunchKernel") < 0 || kernels_warning(c.kernels) < 0)
+    if (pygpu_check(st, r, c.call ? c.call : "LaunchKernel") < 0 || kernels_warning(st, c.kernels) < 0)
         return -1;
     return done ? 0 : 1;
 }
@@ -246,7 +255,7 @@ int pygpu_fill(pygpu_state *st, pygpu_side dst, int nd, const ptrdiff_t *shape, 
     Py_END_ALLOW_THREADS
     if (prev >= 0 && pygpu_rt_set_device(prev) != 0 && r == 0)
         r = note(&c, pygpu_rt_get_last_error(), "SetDevice");
-    if (pygpu_check(st, r, c.call ? c.call : "MemsetAsync") < 0 || kernels_warning(c.kernels) < 0)
+    if (pygpu_check(st, r, c.call ? c.call : "MemsetAsync") < 0 || kernels_warning(st, c.kernels) < 0)
         return -1;
     return 0;
 }
