@@ -1,8 +1,10 @@
 /*
- * dlpack.c -- DLPack coming in: pygpu.from_dlpack(x, *, device=None,
- * copy=None) (Array API standard, 2023.12), and the argument helpers that
- * both directions share (the way out is dlpack_export.c; asarray, the
- * front door for any array, is interop.c).
+ * dlpack.c -- DLPack coming in: the tensor of a capsule, or of the
+ * capsule an object's __dlpack__ gives (asked with the Array API
+ * standard's arguments, 2023.12), as a GPUArray; and from_dlpack's rule
+ * for our own arrays.  The way out is dlpack_export.c, what both share
+ * dlpack_shared.c; the ladder that chooses among the protocols, for
+ * from_dlpack and asarray alike, is interop.c.
  *
  * Import: the capsule is checked before it is taken, so that a refused
  * capsule still frees itself; once taken (renamed "used_..."), an owner
@@ -21,34 +23,6 @@ _Static_assert(sizeof(int64_t) == sizeof(ptrdiff_t), "DLPack's int64 dims and pt
 #define OWN_TYPE PYGPU_DL_OWN_TYPE
 #define HOST_BACKEND PYGPU_DL_HOST_BACKEND
 
-/* ---- small helpers ----------------------------------------------------------- */
-
-/* 1 if this backend's arrays can view memory of device type `t` in place. */
-static int reachable(long t)
-{
-#if defined(PYGPU_BACKEND_CUDA)
-    return t == kDLCUDA || t == kDLCUDAManaged;
-#elif defined(PYGPU_BACKEND_HIP)
-    return t == kDLROCM;
-#else
-    return pygpu_dl_is_host_type(t);
-#endif
-}
-
-int pygpu_dl_reach(long t) { return (reachable(t) ? 1 : 0) | (pygpu_dl_is_host_type(t) ? 2 : 0); }
-
-const char *pygpu_dl_device_name(long t)
-{
-    static const char *const names[] = {
-        [kDLCPU] = "kDLCPU", [kDLCUDA] = "kDLCUDA", [kDLCUDAHost] = "kDLCUDAHost",
-        [kDLOpenCL] = "kDLOpenCL", [kDLVulkan] = "kDLVulkan", [kDLMetal] = "kDLMetal", [kDLVPI] = "kDLVPI",
-        [kDLROCM] = "kDLROCM", [kDLROCMHost] = "kDLROCMHost", [kDLExtDev] = "kDLExtDev",
-        [kDLCUDAManaged] = "kDLCUDAManaged", [kDLOneAPI] = "kDLOneAPI", [kDLWebGPU] = "kDLWebGPU",
-        [kDLHexagon] = "kDLHexagon", [kDLMAIA] = "kDLMAIA",
-    };
-    return t >= 0 && t < (long)(sizeof names / sizeof names[0]) && names[t] ? names[t] : "an unknown device type";
-}
-
 /* The current stream's handle, and the Stream object (new reference). */
 static PyObject *current(pygpu_state *st, pygpu_stream_t *h)
 {
@@ -56,13 +30,6 @@ static PyObject *current(pygpu_state *st, pygpu_stream_t *h)
     if (s)
         *h = ((PyGPUStream *)s)->handle;
     return s;
-}
-
-/* A stream argument naming the stream of `a`'s last work; new reference. */
-PyObject *pygpu_dl_last_stream_arg(PyGPUArray *a)
-{
-    PyGPUArray *r = pygpu_array_root(a);
-    return r->last_stream_ref ? Py_NewRef(r->last_stream_ref) : PyLong_FromVoidPtr(r->last_stream);
 }
 
 /* Replace the exception being handled by type(message), keeping it as the
@@ -91,72 +58,6 @@ static void raise_from(PyObject *type, const char *fmt, ...)
         Py_DECREF(exc);
     }
     Py_XDECREF(cause);
-}
-
-/* Vectorcall arguments into out[0..n) (NULL where not given): at most
- * `maxpos` positionally, names[0..posonly) only positionally. */
-int pygpu_dl_parse_args(const char *fname, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
-                        const char *const *names, int n, int maxpos, int posonly, PyObject **out)
-{
-    if (nargs > maxpos) {
-        if (maxpos == 0)
-            PyErr_Format(PyExc_TypeError, "%s() takes no positional arguments (%zd given)", fname, nargs);
-        else
-            PyErr_Format(PyExc_TypeError, "%s() takes at most %d positional argument%s (%zd given)", fname,
-                         maxpos, maxpos == 1 ? "" : "s", nargs);
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < nargs; i++)
-        out[i] = args[i];
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    for (Py_ssize_t k = 0; k < nkw; k++) {
-        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
-        int j = posonly;
-        while (j < n && PyUnicode_CompareWithASCIIString(key, names[j]) != 0)
-            j++;
-        if (j == n) {
-            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument %R", fname, key);
-            return -1;
-        }
-        if (out[j]) {
-            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", fname, names[j]);
-            return -1;
-        }
-        out[j] = args[nargs + k];
-    }
-    return 0;
-}
-
-/* copy=: None -> -1, False -> 0, True -> 1; -2 with TypeError. */
-int pygpu_dl_copy_arg(PyObject *v, const char *fname)
-{
-    if (!v || v == Py_None)
-        return -1;
-    if (v == Py_True || v == Py_False)
-        return v == Py_True;
-    PyErr_Format(PyExc_TypeError, "%s(): copy must be True, False or None, not %.100s", fname, Py_TYPE(v)->tp_name);
-    return -2;
-}
-
-/* A tuple of two ints (max_version, dl_device); 0, or -1 with TypeError. */
-int pygpu_dl_int_pair(PyObject *v, const char *what, long *a, long *b)
-{
-    if (PyTuple_Check(v) && PyTuple_GET_SIZE(v) == 2 && PyIndex_Check(PyTuple_GET_ITEM(v, 0)) &&
-        PyIndex_Check(PyTuple_GET_ITEM(v, 1))) {
-        if ((*a = PyLong_AsLong(PyTuple_GET_ITEM(v, 0))) == -1 && PyErr_Occurred())
-            goto range;
-        if ((*b = PyLong_AsLong(PyTuple_GET_ITEM(v, 1))) == -1 && PyErr_Occurred())
-            goto range;
-        return 0;
-    range:
-        if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
-            PyErr_Clear();
-            PyErr_Format(PyExc_OverflowError, "%s: %R is out of range", what, v);
-        }
-        return -1;
-    }
-    PyErr_Format(PyExc_TypeError, "%s must be None or a tuple of two ints, not %R", what, v);
-    return -1;
 }
 
 static void count_devices_error(long t, long id, int n)
@@ -200,7 +101,7 @@ static int read_tensor(pygpu_state *st, const DLTensor *t, uint64_t flags, int c
     pygpu_dl_layout c;
     char why[256];
     l->descr = NULL;
-    if (!reachable(type)) {
+    if (!pygpu_dl_reachable(type)) {
         if (!pygpu_dl_is_host_type(type))
             return PyErr_Format(PyExc_BufferError, "the DLPack data is on %s (device_type %ld) device %d, which "
                                 "the %s backend cannot reach", pygpu_dl_device_name(type), type,
@@ -416,7 +317,7 @@ static PyObject *array_of(pygpu_state *st, dl_layout *l, PyObject *owner, int co
 {
     PyArray_Descr *descr = l->descr;
     l->descr = NULL;
-    if (!reachable(l->device_type)) {
+    if (!pygpu_dl_reachable(l->device_type)) {
         PyObject *h = PyArray_NewFromDescr(&PyArray_Type, descr, l->nd, l->shape, l->strides, l->data,
                                            l->readonly ? 0 : NPY_ARRAY_WRITEABLE, NULL);
         if (!h || PyArray_SetBaseObject((PyArrayObject *)h, Py_NewRef(owner)) < 0) {
@@ -549,7 +450,7 @@ static PyObject *call_dlpack(pygpu_state *st, PyObject *x, PyObject *stream, PyO
 static PyObject *request_capsule(pygpu_state *st, PyObject *x, const long *dev, int target, int copy)
 {
     PyObject *cap = NULL;
-    if (reachable(dev[0])) {
+    if (pygpu_dl_reachable(dev[0])) {
         int prev = -1;
         if (!HOST_BACKEND) {
             if (check_gpu_id(st, dev[0], dev[1]) < 0)
@@ -590,8 +491,7 @@ static PyObject *request_capsule(pygpu_state *st, PyObject *x, const long *dev, 
     return cap;
 }
 
-/* pygpu_dl_from_dlpack(x) of one of our own GPUArrays: a view, or a copy. */
-static PyObject *from_own(pygpu_state *st, PyGPUArray *a, int target, int copy)
+PyObject *pygpu_dl_from_own(pygpu_state *st, PyGPUArray *a, int target, int copy)
 {
     if (copy != 1 && (target < 0 || target == a->device)) {
         PyObject *v = pygpu_array_view(a, a->nd, GA_SHAPE(a), GA_STRIDES(a), a->data, NULL);
@@ -603,24 +503,14 @@ static PyObject *from_own(pygpu_state *st, PyGPUArray *a, int target, int copy)
     return copy_to(st, a, target >= 0 ? target : a->device);
 }
 
-/* The import engine (copy: -1 None, 0 False, 1 True; target: a device
- * ordinal or -1; dev: x's __dlpack_device__ if known). */
-PyObject *pygpu_dl_from_dlpack(pygpu_state *st, PyObject *x, int target, int copy, const long *dev)
+PyObject *pygpu_dl_import(pygpu_state *st, PyObject *x, int target, int copy, const long *dev)
 {
     PyObject *cap, *owner = NULL, *r = NULL;
     long d[2];
     dl_layout l;
-    if (PyObject_TypeCheck(x, st->Array))
-        return from_own(st, (PyGPUArray *)x, target, copy);
     if (PyCapsule_CheckExact(x)) {
         cap = Py_NewRef(x);
     } else {
-        const void *api = pygpu_exchange_api_of(st, Py_TYPE(x));
-        int fallback = 0;
-        if (api && ((r = pygpu_exchange_import(st, x, api, target, copy, 0, &fallback)) || !fallback))
-            return r;
-        if (!api && PyErr_Occurred())
-            return NULL;
         if (!dev && pygpu_dl_query_device(st, x, d) < 0)
             return NULL;
         if (!(cap = request_capsule(st, x, dev ? dev : d, target, copy)))
@@ -640,68 +530,3 @@ PyObject *pygpu_dl_from_dlpack(pygpu_state *st, PyObject *x, int target, int cop
     Py_DECREF(cap);
     return r;
 }
-
-/* from_dlpack's device=: None (-1), a Device, an ordinal, or this
- * backend's (device_type, device_id). */
-static int target_arg(pygpu_state *st, PyObject *v, int *target)
-{
-    long t, id;
-    *target = -1;
-    if (!v || v == Py_None)
-        return 0;
-    if (PyObject_TypeCheck(v, st->Device)) {
-        *target = ((PyGPUDevice *)v)->id;
-        return 0;
-    }
-    if (PyTuple_Check(v)) {
-        if (pygpu_dl_int_pair(v, "from_dlpack(): device", &t, &id) < 0)
-            return -1;
-        if (t != OWN_TYPE || (HOST_BACKEND && id != 0)) {
-            PyErr_Format(PyExc_BufferError, "from_dlpack(device=(%ld, %ld)): a %s GPUArray cannot be on %s device "
-                         "%ld", t, id, pygpu_rt_vendor(), pygpu_dl_device_name(t), id);
-            return -1;
-        }
-        if (HOST_BACKEND)
-            return 0;
-    } else if (PyIndex_Check(v) && !PyBool_Check(v)) {
-        if ((id = PyLong_AsLong(v)) == -1 && PyErr_Occurred())
-            return -1;
-    } else {
-        PyErr_Format(PyExc_TypeError, "from_dlpack(): device must be a pygpu.Device, a device ordinal, a "
-                     "(device_type, device_id) tuple or None, not %.100s", Py_TYPE(v)->tp_name);
-        return -1;
-    }
-    if (pygpu_check_device_id(st, id) < 0)
-        return -1;
-    *target = (int)id;
-    return 0;
-}
-
-static PyObject *mod_from_dlpack(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    static const char *const names[] = {"x", "device", "copy"};
-    PyObject *v[3] = {NULL, NULL, NULL};
-    pygpu_state *st = PyModule_GetState(m);
-    int copy, target;
-    if (pygpu_dl_parse_args("from_dlpack", args, nargs, kwnames, names, 3, 1, 1, v) < 0)
-        return NULL;
-    if (!v[0])
-        return PyErr_Format(PyExc_TypeError, "from_dlpack() missing required argument 'x' (pos 1)");
-    if ((copy = pygpu_dl_copy_arg(v[2], "from_dlpack")) == -2 || target_arg(st, v[1], &target) < 0)
-        return NULL;
-    return pygpu_dl_from_dlpack(st, v[0], target, copy, NULL);
-}
-
-#define FASTKW(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
-
-static PyMethodDef dlpack_functions[] = {
-    {"from_dlpack", FASTKW(mod_from_dlpack),
-     "from_dlpack(x, /, *, device=None, copy=None)\n--\n\n"
-     "A GPUArray sharing the memory of `x`, an object with __dlpack__ and __dlpack_device__\n"
-     "(or a DLPack capsule), as the Array API standard says: safe to use on the current\n"
-     "stream.  Host data is copied to the device on GPU backends; copy=True always copies,\n"
-     "copy=False raises BufferError where a copy would be needed."},
-    {0},
-};
-
-int pygpu_dlpack_functions_init(PyObject *m) { return PyModule_AddFunctions(m, dlpack_functions); }

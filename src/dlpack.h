@@ -66,7 +66,7 @@ PyObject *pygpu_dl_adopt(pygpu_state *st, DLManagedTensorVersioned *m, int copy,
 /* Call m's deleter (if any), keeping the exception being raised. */
 void pygpu_dl_release(DLManagedTensorVersioned *m);
 
-/* ---- shared by dlpack.c, dlpack_export.c and interop.c ----------------- */
+/* ---- dlpack_shared.c, and what dlpack.c offers interop.c ---------------- */
 
 #if PY_VERSION_HEX >= 0x030D0000
 #  define PYGPU_FINALIZING() Py_IsFinalizing()
@@ -90,18 +90,22 @@ int pygpu_dl_copy_arg(PyObject *v, const char *fname);
 /* A tuple of two ints (max_version, dl_device); 0, or -1 with TypeError. */
 int pygpu_dl_int_pair(PyObject *v, const char *what, long *a, long *b);
 /* A dense copy of `a` on its device, queued after its pending work; new
- * reference (dlpack_export.c). */
+ * reference. */
 PyObject *pygpu_dl_device_copy(pygpu_state *st, PyGPUArray *a);
 /* Host data copied to device `target` (-1: the current one), converted to
  * `dtype` if given; new reference. */
 PyObject *pygpu_dl_upload(pygpu_state *st, PyObject *host, int target, PyObject *dtype);
 /* x.__dlpack_device__() as (type, id); 0, or -1 with an exception. */
 int pygpu_dl_query_device(pygpu_state *st, PyObject *x, long *dev);
-/* from_dlpack's engine (copy: -1 None, 0 False, 1 True; target: a device
- * ordinal or -1; dev: x's __dlpack_device__ if known); new reference. */
-PyObject *pygpu_dl_from_dlpack(pygpu_state *st, PyObject *x, int target, int copy, const long *dev);
-/* The module function from_dlpack (interop.c adds it with asarray). */
-int pygpu_dlpack_functions_init(PyObject *m);
+/* The GPUArray of capsule `x`, or of the capsule x.__dlpack__() gives
+ * (copy: -1 None, 0 False, 1 True; target: a device ordinal or -1; dev:
+ * x's __dlpack_device__ if known, else NULL: asked); new reference. */
+PyObject *pygpu_dl_import(pygpu_state *st, PyObject *x, int target, int copy, const long *dev);
+/* from_dlpack of one of our own GPUArrays: a view, or a copy (on `target`
+ * where it is another device); new reference. */
+PyObject *pygpu_dl_from_own(pygpu_state *st, PyGPUArray *a, int target, int copy);
+/* 1 if this backend's arrays can view memory of device type `t` in place. */
+int pygpu_dl_reachable(long t);
 #endif
 
 #endif /* PYGPU_DLPACK_H */

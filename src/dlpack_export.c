@@ -279,18 +279,6 @@ static int consumer_stream_arg(PyObject *v, pygpu_stream_t *s, int *sync)
 #endif
 }
 
-/* A dense copy of `a` on its device, queued after its pending work; new
- * reference. */
-PyObject *pygpu_dl_device_copy(pygpu_state *st, PyGPUArray *a)
-{
-    PyObject *stream = pygpu_dl_last_stream_arg(a), *r = NULL;
-    pygpu_stream_t s;
-    if (stream && pygpu_stream_for(st, stream, a->device, "copy", &s) == 0)
-        r = pygpu_array_dense_copy(st, a, PYGPU_ORDER_K, s, stream, a->device);
-    Py_XDECREF(stream);
-    return r;
-}
-
 /* dl_device=(kDLCPU, 0) from a GPU array: a host copy flagged as copied. */
 static PyObject *export_host_copy(PyGPUArray *a, int copy, int versioned, uint32_t minor)
 {

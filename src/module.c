@@ -95,7 +95,7 @@ static int module_exec(PyObject *m)
         pygpu_memory_functions_init(m) < 0 || pygpu_pinned_functions_init(m) < 0 ||
         pygpu_transfer_functions_init(m) < 0 ||
         pygpu_array_init(m, st) < 0 || pygpu_capi_init(m, st) < 0 || pygpu_interop_init(m) < 0 ||
-        pygpu_exchange_init(m, st) < 0 ||
+        pygpu_exchange_init(st) < 0 || pygpu_exchange_timing_init(m) < 0 ||
         pygpu_lowlevel_init(m, st) < 0)
         return -1;
     return 0;

@@ -523,8 +523,10 @@ PyObject *pygpu_exchange_import(pygpu_state *st, PyObject *x, const void *api, i
                                 int *fallback);
 /* GPUArray's table (a const DLPackExchangeAPI *), for the C API. */
 const void *pygpu_exchange_table(void);
-/* Publish GPUArray's table on its type, add the module's timing helper. */
-int pygpu_exchange_init(PyObject *m, pygpu_state *st);
+/* Publish GPUArray's table on its type (module init). */
+int pygpu_exchange_init(pygpu_state *st);
+/* Add pygpu._exchange_timing (exchange_timing.c) to module `m`. */
+int pygpu_exchange_timing_init(PyObject *m);
 
 /* NumPy's ComplexWarning where complex values go into a real or integer
  * type (dtype.c); 0, or -1 when the warning is an error. */
