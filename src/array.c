@@ -132,9 +132,9 @@ PyObject *pygpu_array_dense_copy(pygpu_state *st, PyGPUArray *a, int order, pygp
     if (c && pygpu_copy(st, pygpu_device_side(c), pygpu_device_side(a), a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, 1) < 0)
         Py_CLEAR(c);
     if (c) {
-        pygpu_array_note_stream(st, c, stream, s);
+        pygpu_array_set_last_stream(st, c, stream, s);
         if (dev == a->device)
-            pygpu_array_note_stream(st, a, stream, s);
+            pygpu_array_set_last_stream(st, a, stream, s);
     }
     return (PyObject *)c;
 }

@@ -58,7 +58,7 @@ PyObject *pygpu_array_astype(PyGPUArray *a, PyArray_Descr *descr, int order, con
         Py_DECREF(r);
         return NULL;
     }
-    pygpu_array_note_stream(st, r, stream, s);
-    pygpu_array_note_stream(st, a, stream, s);
+    pygpu_array_set_last_stream(st, r, stream, s);
+    pygpu_array_set_last_stream(st, a, stream, s);
     return (PyObject *)r;
 }

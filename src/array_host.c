@@ -53,7 +53,7 @@ int pygpu_upload_into(pygpu_state *st, PyGPUArray *a, PyArrayObject *h, PyObject
     pygpu_side src = {PyArray_BYTES(h), PyArray_STRIDES(h), 0, -1, (PyObject *)h};    /* (kept by an upload in the background) */
     if (pygpu_copy(st, dst, src, a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, async) < 0)
         return -1;
-    pygpu_array_note_stream(st, a, stream, s);
+    pygpu_array_set_last_stream(st, a, stream, s);
     return 0;
 }
 
@@ -246,7 +246,7 @@ static int assign_on_device(pygpu_state *st, PyGPUArray *a, PyGPUArray *v, PyObj
         r = -1;
     }
     if (r == 0)
-        pygpu_array_note_stream(st, v, stream, s);
+        pygpu_array_set_last_stream(st, v, stream, s);
     Py_XDECREF(tmp);
     return r;
 }
@@ -274,9 +274,9 @@ int pygpu_array_assign(PyGPUArray *a, PyObject *value, PyObject *stream, int asy
                            async);
             Py_XDECREF(tmp);
             if (r == 0) {
-                pygpu_array_note_stream(st, a, stream, s);
+                pygpu_array_set_last_stream(st, a, stream, s);
                 if (v->device == a->device)
-                    pygpu_array_note_stream(st, v, stream, s);
+                    pygpu_array_set_last_stream(st, v, stream, s);
             }
             return r;
         }
@@ -287,7 +287,7 @@ int pygpu_array_assign(PyGPUArray *a, PyObject *value, PyObject *stream, int asy
             return -1;
         if (here) {
             if ((r = assign_on_device(st, a, v, stream, s, async)) == 0)
-                pygpu_array_note_stream(st, a, stream, s);
+                pygpu_array_set_last_stream(st, a, stream, s);
             return r;
         }
         if (!(value = host = pygpu_array_get(v, NULL, stream, 0, 0)))
@@ -304,7 +304,7 @@ int pygpu_array_assign(PyGPUArray *a, PyObject *value, PyObject *stream, int asy
         r = pygpu_copy(st, pygpu_device_side(a), src, a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, async);
     }
     if (r == 0)
-        pygpu_array_note_stream(st, a, stream, s);
+        pygpu_array_set_last_stream(st, a, stream, s);
     Py_DECREF(h);
 done:
     Py_XDECREF(host);

@@ -150,7 +150,7 @@ static PyObject *array_fill(PyObject *self, PyObject *args, PyObject *kwds)
     int r = pygpu_fill(st, pygpu_device_side(SELF), SELF->nd, GA_SHAPE(SELF), GA_ITEMSIZE(SELF), PyArray_BYTES(v), s);
     Py_DECREF(v);
     if (r == 0)
-        pygpu_array_note_stream(st, SELF, stream, s);
+        pygpu_array_set_last_stream(st, SELF, stream, s);
     return r < 0 ? NULL : Py_NewRef(self);
 }
 

@@ -139,7 +139,7 @@ static PyObject *reshape_to(PyGPUArray *a, int nd, const ptrdiff_t *shape, int f
     PyObject *r = pygpu_array_wrap(st, Py_TYPE(a), (Py_INCREF(a->descr), a->descr), nd, shape, strides, c->data,
                                    c->mem, NULL, c->device, 1);
     if (r)
-        pygpu_array_note_stream(st, (PyGPUArray *)r, NULL, s);
+        pygpu_array_set_last_stream(st, (PyGPUArray *)r, NULL, s);
     Py_DECREF(c);
     return r;
 }
@@ -180,7 +180,7 @@ static PyObject *flat_copy(PyGPUArray *a, int fortran)
     PyObject *r = pygpu_array_wrap(st, Py_TYPE(a), (Py_INCREF(a->descr), a->descr), 1, &n, &stride, c->data,
                                    c->mem, NULL, c->device, 1);
     if (r)
-        pygpu_array_note_stream(st, (PyGPUArray *)r, NULL, s);
+        pygpu_array_set_last_stream(st, (PyGPUArray *)r, NULL, s);
     Py_DECREF(c);
     return r;
 }

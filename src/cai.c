@@ -296,7 +296,7 @@ PyObject *pygpu_cai_import(pygpu_state *st, PyObject *obj, PyObject *iface)
     a = pygpu_array_wrap(st, st->Array, descr, l.nd, l.shape, l.strides, l.ptr, obj, obj, dev, !l.readonly);
     descr = NULL;   /* (stolen) */
     if (a)
-        pygpu_array_note_stream(st, (PyGPUArray *)a, cur, mine);
+        pygpu_array_set_last_stream(st, (PyGPUArray *)a, cur, mine);
 done:
     Py_XDECREF(descr);
     Py_XDECREF(cur);

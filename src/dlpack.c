@@ -270,7 +270,7 @@ static PyObject *on_current_stream(pygpu_state *st, PyObject *arr)
         Py_DECREF(arr);
         return NULL;
     }
-    pygpu_array_note_stream(st, a, cur, h);
+    pygpu_array_set_last_stream(st, a, cur, h);
     Py_DECREF(cur);
     return arr;
 }
@@ -341,7 +341,7 @@ static PyObject *array_of(pygpu_state *st, dl_layout *l, PyObject *owner, int co
         Py_XDECREF(a);
         return NULL;
     }
-    pygpu_array_note_stream(st, (PyGPUArray *)a, cur, h);  /* the producer ordered it before this stream */
+    pygpu_array_set_last_stream(st, (PyGPUArray *)a, cur, h);  /* the producer ordered it before this stream */
     Py_DECREF(cur);
     if ((copy == 1 && !l->copied) || (target >= 0 && target != dev))
         Py_SETREF(a, copy_to(st, (PyGPUArray *)a, target >= 0 ? target : dev));

@@ -21,7 +21,7 @@ void pygpu_fork_note_use(void);
 int pygpu_fork_broken(void);
 
 /* What the other process-wide state does around fork (the pinned pool,
- * the transfer settings, workers and staging engine): each part registers
+ * the transfer settings, workers and staging pipelines): each part registers
  * a handler, which holds its locks over the fork and starts the child with
  * nothing in flight.  Handlers run in the order registered before the
  * fork, in the reverse order after it (as pthread_atfork's do). */

@@ -485,7 +485,7 @@ static inline PyGPUArray *pygpu_array_root(PyGPUArray *a)
 /* Record that work on `a`'s memory was queued on handle `s`, the resolved
  * value of the stream argument `stream` (a Stream, an int, None or NULL:
  * borrowed); a created Stream is kept alive with the array. */
-void pygpu_array_note_stream(pygpu_state *st, PyGPUArray *a, PyObject *stream, pygpu_stream_t s);
+void pygpu_array_set_last_stream(pygpu_state *st, PyGPUArray *a, PyObject *stream, pygpu_stream_t s);
 /* Make later work on stream `to` wait for the work queued so far on stream
  * `from` (an event recorded on `from`, on device `dev`); nothing when they
  * are the same stream.  0, or -1 with an exception set. */

@@ -469,7 +469,7 @@ static int special_handle(pygpu_stream_t s)
     return s == PYGPU_STREAM_NULL || s == PYGPU_STREAM_PER_THREAD || s == (pygpu_stream_t)1;
 }
 
-void pygpu_array_note_stream(pygpu_state *st, PyGPUArray *a, PyObject *stream, pygpu_stream_t s)
+void pygpu_array_set_last_stream(pygpu_state *st, PyGPUArray *a, PyObject *stream, pygpu_stream_t s)
 {
     PyGPUArray *root = pygpu_array_root(a);
     PyObject *ref = NULL, *cur = NULL;

@@ -97,7 +97,7 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
         r = cp_plan(&c, dst, src, nd, shape, itemsize);
     /* (Copies down have waited already, where they had to.) */
     if (r == 0 && !async && !cross && !c.stopped && !(src.on_device && !dst.on_device))
-        r = note(&c, pygpu_rt_stream_synchronize(s), "StreamSynchronize");
+        r = blame(&c, pygpu_rt_stream_synchronize(s), "StreamSynchronize");
     pygpu_trace_done();
     PyEval_RestoreThread(c.ts);
     if (!c.owner_taken)
@@ -149,7 +149,7 @@ int pygpu_cast(pygpu_state *st, pygpu_side dst, int dtype, pygpu_side src, int s
             d = td.dev;
         }
         if (r == 0)
-            r = note(&c, pygpu_dev_cast(&p, d, dtype, from, stype, s), "LaunchKernel");
+            r = blame(&c, pygpu_dev_cast(&p, d, dtype, from, stype, s), "LaunchKernel");
         if (r == 0 && td.dev)
             r = cp_device_pass(&c, &whole, 0, dst.ptr + whole.offset[0], td.dev, dsize, 0);
         r = cp_temps_free(&c, &td, r);
@@ -157,7 +157,7 @@ int pygpu_cast(pygpu_state *st, pygpu_side dst, int dtype, pygpu_side src, int s
     }
     Py_END_ALLOW_THREADS
     if (prev >= 0 && pygpu_rt_set_device(prev) != 0 && r == 0)
-        r = note(&c, pygpu_rt_get_last_error(), "SetDevice");
+        r = blame(&c, pygpu_rt_get_last_error(), "SetDevice");
     if (pygpu_check(st, r, c.call ? c.call : "LaunchKernel") < 0 || kernels_warning(st, c.kernels) < 0)
         return -1;
     return done ? 0 : 1;
@@ -180,12 +180,12 @@ static int is_uniform(const unsigned char *value, ptrdiff_t itemsize)
 static pygpu_status fill_dense(ctx *c, char *dst, ptrdiff_t n, ptrdiff_t itemsize, const unsigned char *value)
 {
     if (is_uniform(value, itemsize))
-        return note(c, pygpu_rt_memset_async(dst, value[0], (size_t)(n * itemsize), c->s), "MemsetAsync");
-    pygpu_status r = note(c, pygpu_rt_memcpy_async(dst, value, (size_t)itemsize, PYGPU_COPY_H2D, c->s),
+        return blame(c, pygpu_rt_memset_async(dst, value[0], (size_t)(n * itemsize), c->s), "MemsetAsync");
+    pygpu_status r = blame(c, pygpu_rt_memcpy_async(dst, value, (size_t)itemsize, PYGPU_COPY_H2D, c->s),
                           "MemcpyAsync");
     for (ptrdiff_t k = 1; r == 0 && k < n; k *= 2) {
         ptrdiff_t m = k < n - k ? k : n - k;
-        r = note(c, pygpu_rt_memcpy_async(dst + k * itemsize, dst, (size_t)(m * itemsize),
+        r = blame(c, pygpu_rt_memcpy_async(dst + k * itemsize, dst, (size_t)(m * itemsize),
                                           PYGPU_COPY_D2D, c->s), "MemcpyAsync");
     }
     return r;
@@ -199,11 +199,11 @@ static pygpu_status fill_by_kernel(ctx *c, const pygpu_pair *p, char *dst, ptrdi
     temps t = {0};
     pygpu_status r;
     if (pygpu_dev_aligned(p, 0, dst, itemsize))
-        return note(c, pygpu_dev_fill(p, dst, itemsize, value, c->s), "LaunchKernel");
+        return blame(c, pygpu_dev_fill(p, dst, itemsize, value, c->s), "LaunchKernel");
     pygpu_pair q = *p;
     dense_strides(p, itemsize, q.strides[0]);
     if ((r = cp_dev_temp(c, &t, (size_t)(pair_size(p) * itemsize))) == 0 &&
-        (r = note(c, pygpu_dev_fill(&q, t.dev, itemsize, value, c->s), "LaunchKernel")) == 0)
+        (r = blame(c, pygpu_dev_fill(&q, t.dev, itemsize, value, c->s), "LaunchKernel")) == 0)
         r = cp_device_pass(c, p, 0, dst, t.dev, itemsize, 0);
     return cp_temps_free(c, &t, r);
 }
@@ -243,18 +243,18 @@ int pygpu_fill(pygpu_state *st, pygpu_side dst, int nd, const ptrdiff_t *shape, 
         return -1;
     Py_BEGIN_ALLOW_THREADS
     if (uniform && pygpu_pair_is_dense(&p, 0, itemsize))
-        r = note(&c, pygpu_rt_memset_async(d, ((const unsigned char *)value)[0], (size_t)(pair_size(&p) * itemsize),
+        r = blame(&c, pygpu_rt_memset_async(d, ((const unsigned char *)value)[0], (size_t)(pair_size(&p) * itemsize),
                                           s), "MemsetAsync");
     else if (cp_kernels_usable(&c))
         r = fill_by_kernel(&c, &p, d, itemsize, value);     /* (the value goes with the launch) */
     else if ((r = fill_by_copies(&c, &p, d, itemsize, value)) == 0 && !uniform) {
         /* A value that is not one repeated byte was copied up from the
          * caller's memory: wait for that copy. */
-        r = note(&c, pygpu_rt_stream_synchronize(s), "StreamSynchronize");
+        r = blame(&c, pygpu_rt_stream_synchronize(s), "StreamSynchronize");
     }
     Py_END_ALLOW_THREADS
     if (prev >= 0 && pygpu_rt_set_device(prev) != 0 && r == 0)
-        r = note(&c, pygpu_rt_get_last_error(), "SetDevice");
+        r = blame(&c, pygpu_rt_get_last_error(), "SetDevice");
     if (pygpu_check(st, r, c.call ? c.call : "MemsetAsync") < 0 || kernels_warning(st, c.kernels) < 0)
         return -1;
     return 0;

@@ -46,7 +46,7 @@ static pygpu_status across(ctx *c, char *to, int ddev, const char *from, int sde
         switch (way) {
         case CROSS_PEER:
         case CROSS_RUNTIME:
-            return note(c, pygpu_rt_memcpy_peer_async(to, ddev, from, sdev, n, c->s), "MemcpyPeerAsync");
+            return blame(c, pygpu_rt_memcpy_peer_async(to, ddev, from, sdev, n, c->s), "MemcpyPeerAsync");
         case CROSS_STAGED: {
             pygpu_staging_ctx sc = {.stream = c->s};
             int staged = 0;
@@ -58,7 +58,7 @@ static pygpu_status across(ctx *c, char *to, int ddev, const char *from, int sde
             break;                  /* (no buffer) */
         }
         default:
-            return note(c, PYGPU_RT_INVALID_VALUE, "route");
+            return blame(c, PYGPU_RT_INVALID_VALUE, "route");
         }
     }
 }
@@ -68,7 +68,7 @@ static pygpu_status across(ctx *c, char *to, int ddev, const char *from, int sde
 /* Make `dev` current (the two sides take turns). */
 static pygpu_status use(ctx *c, int dev)
 {
-    return note(c, pygpu_rt_set_device(dev), "SetDevice");
+    return blame(c, pygpu_rt_set_device(dev), "SetDevice");
 }
 
 /* Copy `p` (dst layout 0 on `ddev`, current, stream c->s; src layout 1 on
@@ -93,13 +93,13 @@ pygpu_status cp_cross_device(ctx *c, pygpu_side dst, pygpu_side src, int nd, con
     if ((r = use(c, sdev)) == 0 && !pygpu_pair_is_dense(&p, 1, itemsize) &&
         (r = cp_dev_temp(&sc, &stmp, n)) == 0 && (r = cp_device_pass(&sc, &p, 1, from, stmp.dev, itemsize, 1)) == 0)
         from = stmp.dev;
-    if (r == 0 && (r = note(&sc, pygpu_rt_event_create(&ready, PYGPU_EVENT_DISABLE_TIMING),
+    if (r == 0 && (r = blame(&sc, pygpu_rt_event_create(&ready, PYGPU_EVENT_DISABLE_TIMING),
                             "EventCreateWithFlags")) == 0)
-        r = note(&sc, pygpu_rt_event_record(ready, PYGPU_STREAM_NULL), "EventRecord");
+        r = blame(&sc, pygpu_rt_event_record(ready, PYGPU_STREAM_NULL), "EventRecord");
     if (sc.call)
         c->call = sc.call;
     if (r == 0 && (r = use(c, ddev)) == 0)
-        r = note(c, pygpu_rt_stream_wait_event(c->s, ready), "StreamWaitEvent");
+        r = blame(c, pygpu_rt_stream_wait_event(c->s, ready), "StreamWaitEvent");
     int dense_to = pygpu_pair_is_dense(&p, 0, itemsize);
     if (r == 0 && !dense_to && (r = cp_dev_temp(c, &dtmp, n)) == 0)
         to = dtmp.dev;
@@ -112,7 +112,7 @@ pygpu_status cp_cross_device(ctx *c, pygpu_side dst, pygpu_side src, int nd, con
     if (w == 0)
         w = pygpu_rt_stream_synchronize(c->s);
     if (r == 0)
-        r = note(c, w, "StreamSynchronize");
+        r = blame(c, w, "StreamSynchronize");
     if (ready)
         (void)pygpu_rt_event_destroy(ready);
     r = cp_temps_free(c, &dtmp, r);

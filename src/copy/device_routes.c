@@ -44,7 +44,7 @@ pygpu_status cp_on_device(ctx *c, const pygpu_pair *p, char *dst, const char *sr
     const char *why;
     geometry g = cp_geometry_of(p, itemsize);
     if (cp_device_route(c, &g, &why) == DEVICE_ROUTE_KERNEL)
-        return note(c, pygpu_dev_copy(p, dst, src, itemsize, c->s), "LaunchKernel");
+        return blame(c, pygpu_dev_copy(p, dst, src, itemsize, c->s), "LaunchKernel");
     return cp_runtime_copies(c, p, &g, dst, src, PYGPU_COPY_D2D);
 }
 

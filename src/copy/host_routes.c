@@ -135,12 +135,12 @@ static pygpu_status host_to_dense(ctx *c, const pygpu_pair *p, int which, char *
     if (stage && ((r = staged(c, 1, dev, (char *)host, p, which, itemsize, &done)) != 0 || done))
         return r;
     if (pygpu_pair_is_dense(p, which, itemsize))
-        return note(c, pygpu_rt_memcpy_async(dev, host, nbytes, PYGPU_COPY_H2D, c->s), "MemcpyAsync");
+        return blame(c, pygpu_rt_memcpy_async(dev, host, nbytes, PYGPU_COPY_H2D, c->s), "MemcpyAsync");
     if ((r = cp_host_temp(c, &t, nbytes)) != 0)
         return r;
     dense_strides(p, itemsize, ds);
     pygpu_host_strided_copy(t.host, ds, host, p->strides[which], p->nd, p->shape, itemsize);
-    r = note(c, pygpu_rt_memcpy_async(dev, t.host, nbytes, PYGPU_COPY_H2D, c->s), "MemcpyAsync");
+    r = blame(c, pygpu_rt_memcpy_async(dev, t.host, nbytes, PYGPU_COPY_H2D, c->s), "MemcpyAsync");
     return cp_temps_free(c, &t, r);
 }
 
@@ -155,8 +155,8 @@ static pygpu_status bounce_down(ctx *c, char *host, const char *dev, size_t n, i
     if (n == 0 || n > PYGPU_BOUNCE_MAX || (b = pygpu_pinned_take(n)) == NULL)
         return 0;
     *done = 1;
-    pygpu_status r = note(c, pygpu_rt_memcpy_async(b, dev, n, PYGPU_COPY_D2H, c->s), "MemcpyAsync");
-    if (r == 0 && (r = note(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize")) == 0)
+    pygpu_status r = blame(c, pygpu_rt_memcpy_async(b, dev, n, PYGPU_COPY_D2H, c->s), "MemcpyAsync");
+    if (r == 0 && (r = blame(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize")) == 0)
         memcpy(host, b, n);
     pygpu_pinned_give(b);
     return r;
@@ -173,15 +173,15 @@ static pygpu_status one_copy_down(ctx *c, const pygpu_pair *p, int which, char *
     size_t nbytes = (size_t)(pair_size(p) * itemsize);
     pygpu_status r;
     if (pygpu_pair_is_dense(p, which, itemsize)) {
-        if ((r = note(c, pygpu_rt_memcpy_async(host, dev, nbytes, PYGPU_COPY_D2H, c->s), "MemcpyAsync")) == 0 &&
+        if ((r = blame(c, pygpu_rt_memcpy_async(host, dev, nbytes, PYGPU_COPY_D2H, c->s), "MemcpyAsync")) == 0 &&
             !queue)
-            r = note(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize");
+            r = blame(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize");
         return r;
     }
     dense_strides(p, itemsize, ds);
     if ((r = cp_host_temp(c, &t, nbytes)) == 0 &&
-        (r = note(c, pygpu_rt_memcpy_async(t.host, dev, nbytes, PYGPU_COPY_D2H, c->s), "MemcpyAsync")) == 0 &&
-        (r = note(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize")) == 0)
+        (r = blame(c, pygpu_rt_memcpy_async(t.host, dev, nbytes, PYGPU_COPY_D2H, c->s), "MemcpyAsync")) == 0 &&
+        (r = blame(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize")) == 0)
         pygpu_host_strided_copy(host, p->strides[which], t.host, ds, p->nd, p->shape, itemsize);
     return cp_temps_free(c, &t, r);
 }
@@ -234,8 +234,8 @@ static pygpu_status scatter_to(scatter *sc, ptrdiff_t to)
     if (to <= sc->done)
         return 0;
     pygpu_pair q = slab_of(sc->p, sc->done, to);
-    if ((r = note(c, pygpu_rt_event_record(sc->ev, c->s), "EventRecord")) == 0 &&
-        (r = note(c, pygpu_rt_stream_wait_event(sc->gc.s, sc->ev), "StreamWaitEvent")) == 0)
+    if ((r = blame(c, pygpu_rt_event_record(sc->ev, c->s), "EventRecord")) == 0 &&
+        (r = blame(c, pygpu_rt_stream_wait_event(sc->gc.s, sc->ev), "StreamWaitEvent")) == 0)
         r = cp_device_pass(&sc->gc, &q, 0, sc->view + sc->done * sc->p->strides[0][0], sc->dense + sc->done * sc->slab,
                         sc->itemsize, 0);
     if (sc->gc.call && !c->call)
@@ -263,8 +263,8 @@ static pygpu_status scatter_up(ctx *c, const pygpu_pair *p, char *dst, const cha
     sc.slab = ds[0];
     sc.gc.call = NULL;
     sc.gc.s = NULL;
-    if ((r = note(c, pygpu_rt_stream_create(&sc.gc.s, PYGPU_STREAM_NON_BLOCKING, 0), "StreamCreateWithFlags")) == 0 &&
-        (r = note(c, pygpu_rt_event_create(&sc.ev, PYGPU_EVENT_DISABLE_TIMING), "EventCreateWithFlags")) == 0) {
+    if ((r = blame(c, pygpu_rt_stream_create(&sc.gc.s, PYGPU_STREAM_NON_BLOCKING, 0), "StreamCreateWithFlags")) == 0 &&
+        (r = blame(c, pygpu_rt_event_create(&sc.ev, PYGPU_EVENT_DISABLE_TIMING), "EventCreateWithFlags")) == 0) {
         c->queued = scatter_queued;
         c->queued_arg = &sc;
         r = host_to_dense(c, p, 1, t->dev, src, itemsize, 1);      /* (its route: staged) */
@@ -273,8 +273,8 @@ static pygpu_status scatter_up(ctx *c, const pygpu_pair *p, char *dst, const cha
         if (r == 0 && !c->stopped)
             r = scatter_to(&sc, p->shape[0]);       /* the rest (all of it if the upload was not staged) */
         /* c->s goes on once the scatter is done (the buffer goes back after it). */
-        if (r == 0 && (r = note(c, pygpu_rt_event_record(sc.ev, sc.gc.s), "EventRecord")) == 0)
-            r = note(c, pygpu_rt_stream_wait_event(c->s, sc.ev), "StreamWaitEvent");
+        if (r == 0 && (r = blame(c, pygpu_rt_event_record(sc.ev, sc.gc.s), "EventRecord")) == 0)
+            r = blame(c, pygpu_rt_stream_wait_event(c->s, sc.ev), "StreamWaitEvent");
         if (r != 0)
             (void)pygpu_rt_stream_synchronize(sc.gc.s);
     }
@@ -376,7 +376,7 @@ pygpu_status cp_h2d(ctx *c, const pygpu_pair *p, const geometry *g, char *dst, c
         case ROUTE_BACKGROUND:
             r = pygpu_bg_upload(dst, src, p->strides[1], p->nd, p->shape, itemsize, c->s, c->owner, &done);
             if (background_took(c, 1, done))
-                return note(c, r, "LaunchHostFunc");
+                return blame(c, r, "LaunchHostFunc");
             break;
         case ROUTE_STAGED:
             if ((r = staged(c, 1, dst, (char *)src, p, 1, itemsize, &done)) != 0 || done)
@@ -405,7 +405,7 @@ pygpu_status cp_h2d(ctx *c, const pygpu_pair *p, const geometry *g, char *dst, c
                 r = cp_device_pass(c, p, 0, dst, t.dev, itemsize, 0);
             return cp_temps_free(c, &t, r);
         default:
-            return note(c, PYGPU_RT_INVALID_VALUE, "route");
+            return blame(c, PYGPU_RT_INVALID_VALUE, "route");
         }
     }
 }
@@ -453,12 +453,12 @@ static pygpu_status gather_down(ctx *c, const pygpu_pair *p, char *dst, const ch
     dense_strides(p, itemsize, ds);
     /* (into t->dev, made on c->s) The gathers wait for the work queued
      * before them there. */
-    if ((r = note(c, pygpu_rt_stream_create(&g, PYGPU_STREAM_NON_BLOCKING, 0), "StreamCreateWithFlags")) == 0) {
+    if ((r = blame(c, pygpu_rt_stream_create(&g, PYGPU_STREAM_NON_BLOCKING, 0), "StreamCreateWithFlags")) == 0) {
         for (ptrdiff_t k = 0; r == 0 && k <= pieces; k++)
-            r = note(c, pygpu_rt_event_create(&ev[k], PYGPU_EVENT_DISABLE_TIMING), "EventCreateWithFlags");
+            r = blame(c, pygpu_rt_event_create(&ev[k], PYGPU_EVENT_DISABLE_TIMING), "EventCreateWithFlags");
     }
-    if (r == 0 && (r = note(c, pygpu_rt_event_record(ev[pieces], c->s), "EventRecord")) == 0)
-        r = note(c, pygpu_rt_stream_wait_event(g, ev[pieces]), "StreamWaitEvent");
+    if (r == 0 && (r = blame(c, pygpu_rt_event_record(ev[pieces], c->s), "EventRecord")) == 0)
+        r = blame(c, pygpu_rt_stream_wait_event(g, ev[pieces]), "StreamWaitEvent");
     gc.s = g;
     gc.call = NULL;
     for (ptrdiff_t k = 0; r == 0 && k < pieces; k++) {
@@ -466,7 +466,7 @@ static pygpu_status gather_down(ctx *c, const pygpu_pair *p, char *dst, const ch
         pygpu_pair q = piece_of(p, k, pieces, &start);
         if ((r = cp_device_pass(&gc, &q, 1, (char *)src + start * p->strides[1][0], (char *)t->dev + start * ds[0],
                              itemsize, 1)) == 0)
-            r = note(&gc, pygpu_rt_event_record(ev[k], g), "EventRecord");
+            r = blame(&gc, pygpu_rt_event_record(ev[k], g), "EventRecord");
     }
     if (gc.call && !c->call)
         c->call = gc.call;
@@ -475,7 +475,7 @@ static pygpu_status gather_down(ctx *c, const pygpu_pair *p, char *dst, const ch
     for (ptrdiff_t k = 0; r == 0 && !c->stopped && k < pieces; k++) {
         ptrdiff_t start;
         pygpu_pair q = piece_of(p, k, pieces, &start);
-        if ((r = note(c, pygpu_rt_stream_wait_event(c->s, ev[k]), "StreamWaitEvent")) != 0)
+        if ((r = blame(c, pygpu_rt_stream_wait_event(c->s, ev[k]), "StreamWaitEvent")) != 0)
             break;
         done++;
         r = dense_to_host(c, &q, 0, dst + start * p->strides[0][0], (char *)t->dev + start * ds[0], itemsize, 0,
@@ -486,7 +486,7 @@ static pygpu_status gather_down(ctx *c, const pygpu_pair *p, char *dst, const ch
     if (g && done < pieces) {
         pygpu_status w = pygpu_rt_stream_synchronize(g);
         if (r == 0)
-            r = note(c, w, "StreamSynchronize");
+            r = blame(c, w, "StreamSynchronize");
     }
     for (ptrdiff_t k = 0; k <= pieces; k++)
         if (ev[k])
@@ -586,7 +586,7 @@ pygpu_status cp_d2h(ctx *c, const pygpu_pair *p, const geometry *g, char *dst, c
         case ROUTE_BACKGROUND:
             r = pygpu_bg_download(dst, p->strides[0], p->nd, p->shape, itemsize, src, c->s, c->owner, &done);
             if (background_took(c, 0, done))
-                return note(c, r, "LaunchHostFunc");
+                return blame(c, r, "LaunchHostFunc");
             break;
         case ROUTE_STAGED:
             if ((r = staged(c, 0, (char *)src, dst, p, 0, itemsize, &done)) != 0 || done)
@@ -600,7 +600,7 @@ pygpu_status cp_d2h(ctx *c, const pygpu_pair *p, const geometry *g, char *dst, c
             return one_copy_down(c, p, 0, dst, src, itemsize, host_queue(&h, c->async));
         case ROUTE_RUNTIME:
             if ((r = cp_runtime_copies(c, p, g, dst, src, PYGPU_COPY_D2H)) == 0 && !host_queue(&h, c->async))
-                r = note(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize");
+                r = blame(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize");
             return r;
         case ROUTE_GATHER:
             if ((r = cp_dev_temp(c, &t, nbytes)) == 0) {
@@ -639,7 +639,7 @@ pygpu_status cp_d2h(ctx *c, const pygpu_pair *p, const geometry *g, char *dst, c
             return cp_temps_free(c, &t, r);
         }
         default:
-            return note(c, PYGPU_RT_INVALID_VALUE, "route");
+            return blame(c, PYGPU_RT_INVALID_VALUE, "route");
         }
     }
 }

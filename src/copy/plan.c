@@ -42,7 +42,7 @@ static pygpu_status d2d_via_host(ctx *c, pygpu_side dst, pygpu_side src, int nd,
         return r;
     pygpu_side mid = {t.host, strides, 0, -1, NULL};
     if ((r = cp_plan(c, mid, src, nd, shape, itemsize)) == 0 &&
-        (r = note(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize")) == 0)
+        (r = blame(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize")) == 0)
         r = cp_plan(c, dst, mid, nd, shape, itemsize);
     return cp_temps_free(c, &t, r);
 }

@@ -42,11 +42,11 @@ pygpu_status cp_runtime_copies(ctx *c, const pygpu_pair *p, const geometry *g, c
     for (;;) {
         pygpu_status r;
         if (height > 1)
-            r = note(c, pygpu_rt_memcpy2d_async(dst, (size_t)p->strides[0][g->hax], src,
+            r = blame(c, pygpu_rt_memcpy2d_async(dst, (size_t)p->strides[0][g->hax], src,
                                                 (size_t)p->strides[1][g->hax], (size_t)g->width,
                                                 height, kind, c->s), "Memcpy2DAsync");
         else
-            r = note(c, pygpu_rt_memcpy_async(dst, src, (size_t)g->width, kind, c->s), "MemcpyAsync");
+            r = blame(c, pygpu_rt_memcpy_async(dst, src, (size_t)g->width, kind, c->s), "MemcpyAsync");
         if (r != 0)
             return r;
         int k = g->nloop - 1;
@@ -85,7 +85,7 @@ pygpu_status cp_temps_free(ctx *c, temps *t, pygpu_status r)
          * back to the pool only once the stream is past it. */
         pygpu_status w = pygpu_rt_stream_synchronize(c->s);
         if (r == 0)
-            r = note(c, w, "StreamSynchronize");
+            r = blame(c, w, "StreamSynchronize");
         pygpu_pinned_give(t->host);
     } else
         free(t->host);
@@ -93,7 +93,7 @@ pygpu_status cp_temps_free(ctx *c, temps *t, pygpu_status r)
     if (t->dev) {
         pygpu_status f = t->dev_pooled ? pygpu_rt_free_async(t->dev, c->s) : pygpu_rt_free(t->dev);
         if (r == 0)
-            r = note(c, f, "FreeAsync");
+            r = blame(c, f, "FreeAsync");
         t->dev = NULL;
     }
     return r;
@@ -111,10 +111,10 @@ pygpu_status cp_host_temp(ctx *c, temps *t, size_t n)
         return 0;
     }
     t->host = malloc(n ? n : 1);
-    return t->host ? 0 : note(c, PYGPU_RT_OUT_OF_MEMORY, "malloc");
+    return t->host ? 0 : blame(c, PYGPU_RT_OUT_OF_MEMORY, "malloc");
 }
 
 pygpu_status cp_dev_temp(ctx *c, temps *t, size_t n)
 {
-    return note(c, pygpu_rt_malloc_async(&t->dev, n, c->s, &t->dev_pooled), "MallocAsync");
+    return blame(c, pygpu_rt_malloc_async(&t->dev, n, c->s, &t->dev_pooled), "MallocAsync");
 }

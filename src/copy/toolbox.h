@@ -31,8 +31,9 @@ typedef struct {
     int owner_taken;            /* a background transfer took that reference */
 } ctx;
 
-/* The failing call is named once, by the first failure. */
-static inline pygpu_status note(ctx *c, pygpu_status r, const char *call)
+/* `r`, the status of runtime call `call`: a failure names its call once,
+ * the first (c->call, for the exception). */
+static inline pygpu_status blame(ctx *c, pygpu_status r, const char *call)
 {
     if (r != 0 && !c->call)
         c->call = call;

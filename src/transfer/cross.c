@@ -8,7 +8,7 @@
 #include "settings.h"
 
 /* The failing call is named once, by the first failure. */
-static pygpu_status note(pygpu_staging_ctx *c, pygpu_status r, const char *call)
+static pygpu_status blame(pygpu_staging_ctx *c, pygpu_status r, const char *call)
 {
     if (r != 0 && !c->call)
         c->call = call;
@@ -18,7 +18,7 @@ static pygpu_status note(pygpu_staging_ctx *c, pygpu_status r, const char *call)
 /* Make `dev` current (the pipeline's two sides take turns). */
 static pygpu_status use(pygpu_staging_ctx *c, int dev)
 {
-    return note(c, pygpu_rt_set_device(dev), "SetDevice");
+    return blame(c, pygpu_rt_set_device(dev), "SetDevice");
 }
 
 pygpu_status pygpu_staged_cross(pygpu_staging_ctx *c, char *dst, int ddev, const char *src, int sdev, size_t n,
@@ -50,25 +50,25 @@ pygpu_status pygpu_staged_cross(pygpu_staging_ctx *c, char *dst, int ddev, const
     *staged = 1;
     for (int k = 0; r == 0 && k < nbuf; k++) {
         if ((r = use(c, sdev)) == 0)
-            r = note(c, pygpu_rt_event_create(&down[k], PYGPU_EVENT_DISABLE_TIMING), "EventCreateWithFlags");
+            r = blame(c, pygpu_rt_event_create(&down[k], PYGPU_EVENT_DISABLE_TIMING), "EventCreateWithFlags");
         if (r == 0 && (r = use(c, ddev)) == 0)
-            r = note(c, pygpu_rt_event_create(&up[k], PYGPU_EVENT_DISABLE_TIMING), "EventCreateWithFlags");
+            r = blame(c, pygpu_rt_event_create(&up[k], PYGPU_EVENT_DISABLE_TIMING), "EventCreateWithFlags");
     }
     for (size_t off = 0, i = 0; r == 0 && off < n; off += chunk, i++) {
         int k = (int)(i % (size_t)nbuf);
         size_t len = n - off < chunk ? n - off : chunk;
         if ((r = use(c, sdev)) != 0 ||
-            (i >= (size_t)nbuf && (r = note(c, pygpu_rt_stream_wait_event(PYGPU_STREAM_NULL, up[k]),
+            (i >= (size_t)nbuf && (r = blame(c, pygpu_rt_stream_wait_event(PYGPU_STREAM_NULL, up[k]),
                                             "StreamWaitEvent")) != 0) ||
-            (r = note(c, pygpu_rt_memcpy_async(buf[k], src + off, len, PYGPU_COPY_D2H, PYGPU_STREAM_NULL),
+            (r = blame(c, pygpu_rt_memcpy_async(buf[k], src + off, len, PYGPU_COPY_D2H, PYGPU_STREAM_NULL),
                       "MemcpyAsync")) != 0 ||
-            (r = note(c, pygpu_rt_event_record(down[k], PYGPU_STREAM_NULL), "EventRecord")) != 0 ||
+            (r = blame(c, pygpu_rt_event_record(down[k], PYGPU_STREAM_NULL), "EventRecord")) != 0 ||
             (r = use(c, ddev)) != 0 ||
-            (r = note(c, pygpu_rt_stream_wait_event(c->stream, down[k]), "StreamWaitEvent")) != 0 ||
-            (r = note(c, pygpu_rt_memcpy_async(dst + off, buf[k], len, PYGPU_COPY_H2D, c->stream),
+            (r = blame(c, pygpu_rt_stream_wait_event(c->stream, down[k]), "StreamWaitEvent")) != 0 ||
+            (r = blame(c, pygpu_rt_memcpy_async(dst + off, buf[k], len, PYGPU_COPY_H2D, c->stream),
                       "MemcpyAsync")) != 0)
             break;
-        r = note(c, pygpu_rt_event_record(up[k], c->stream), "EventRecord");
+        r = blame(c, pygpu_rt_event_record(up[k], c->stream), "EventRecord");
     }
     /* The buffers go back once both sides are past them. */
     pygpu_status w = pygpu_rt_set_device(sdev);
@@ -77,7 +77,7 @@ pygpu_status pygpu_staged_cross(pygpu_staging_ctx *c, char *dst, int ddev, const
     if (w == 0 && (w = pygpu_rt_set_device(ddev)) == 0)
         w = pygpu_rt_stream_synchronize(c->stream);
     if (r == 0)
-        r = note(c, w, "StreamSynchronize");
+        r = blame(c, w, "StreamSynchronize");
     for (int k = 0; k < nbuf; k++) {
         pygpu_pinned_give(buf[k]);
         if (down[k])

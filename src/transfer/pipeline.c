@@ -1,5 +1,5 @@
 /*
- * pipeline.c -- the staging engine and its pipelines; see pipeline.h.
+ * pipeline.c -- the staging pipelines; see pipeline.h.
  *
  * The runtimes copy pageable memory through small driver buffers, at a
  * fraction of the link's speed; page-locked memory moves at the link's
@@ -98,7 +98,7 @@ static int stop_waiting(void *arg) { return stop_now(arg); }
 /* Take a lane on the current device for a transfer of host layout h (into
  * c->lane); 0 if none is to be had (the pinned pool's limit refuses its
  * buffers, or an interrupt came while it waited for one). */
-static int engine_take(pygpu_staging_ctx *c, pygpu_transfer_config *cfg, const pygpu_host_layout *h, int up)
+static int staging_take(pygpu_staging_ctx *c, pygpu_transfer_config *cfg, const pygpu_host_layout *h, int up)
 {
     int dev = -1;
     pygpu_transfer_config_get(cfg);
@@ -128,7 +128,7 @@ static int up_threads(const pygpu_staging_ctx *c, const pygpu_transfer_config *c
 }
 
 /* Give the lane back at the end of a transfer. */
-static void engine_give(pygpu_staging_ctx *c)
+static void staging_give(pygpu_staging_ctx *c)
 {
     pygpu_workers_cool();
     pygpu_lane_give(c->lane);
@@ -434,7 +434,7 @@ pygpu_status pygpu_staged_h2d(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
     ptrdiff_t e, cnt;
     int k = 0;                  /* chunks copied into the buffers */
     *staged = 0;
-    if (!engine_take(c, &cfg, &h, 1))
+    if (!staging_take(c, &cfg, &h, 1))
         return 0;
     *staged = 1;
     ptrdiff_t n = layout_size(&h);
@@ -442,7 +442,7 @@ pygpu_status pygpu_staged_h2d(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
     if (!plain)
         r = h2d_whole(c, dev, h, &cfg, &whole);
     if (whole) {
-        engine_give(c);
+        staging_give(c);
         return r;
     }
     ptrdiff_t per = (ptrdiff_t)chunk_bytes(&cfg, (size_t)(n * h.itemsize)) / h.itemsize;
@@ -483,7 +483,7 @@ pygpu_status pygpu_staged_h2d(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
     }
     PYGPU_TRACE('e', 0, 0);
     PYGPU_TRACE_NAME(plain ? "h2d (alone on the device, plain stores)" : "h2d");
-    engine_give(c);
+    staging_give(c);
     return r;
 }
 
@@ -560,7 +560,7 @@ pygpu_status pygpu_staged_d2h(pygpu_staging_ctx *c, pygpu_host_layout h, const c
     h = collapsed(h, shape, strides);
     window win[PYGPU_MAX_DEPTH];
     *staged = 0;
-    if (!engine_take(c, &cfg, &h, 0))
+    if (!staging_take(c, &cfg, &h, 0))
         return 0;
     *staged = 1;
     /* Into memory never touched (a new NumPy array of 32 MiB or more, or
@@ -574,7 +574,7 @@ pygpu_status pygpu_staged_d2h(pygpu_staging_ctx *c, pygpu_host_layout h, const c
     int whole = 0, out_stream = pygpu_down_stream(total);
     r = d2h_whole(c, h, dev, &cfg, fresh, out_stream, &whole);
     if (whole) {
-        engine_give(c);
+        staging_give(c);
         return r;
     }
     ptrdiff_t n = layout_size(&h), per = (ptrdiff_t)chunk_bytes(&cfg, (size_t)(n * h.itemsize)) / h.itemsize;
@@ -615,7 +615,7 @@ pygpu_status pygpu_staged_d2h(pygpu_staging_ctx *c, pygpu_host_layout h, const c
         if (f != 0 && r == 0)
             r = f;
     }
-    engine_give(c);
+    staging_give(c);
     return r;
 }
 
@@ -651,7 +651,7 @@ pygpu_status pygpu_staged_d2h_view(pygpu_staging_ctx *c, pygpu_host_layout h, co
     window win[PYGPU_MAX_DEPTH];
     ptrdiff_t lo, hi;
     *staged = 0;
-    if (!engine_take(c, &cfg, &h, 0))
+    if (!staging_take(c, &cfg, &h, 0))
         return 0;
     *staged = 1;
     ptrdiff_t n = layout_size(&h);
@@ -698,7 +698,7 @@ pygpu_status pygpu_staged_d2h_view(pygpu_staging_ctx *c, pygpu_host_layout h, co
         if (f != 0 && r == 0)
             r = f;
     }
-    engine_give(c);
+    staging_give(c);
     return r;
 }
 
@@ -709,12 +709,12 @@ pygpu_status pygpu_staged_h2d_rows(pygpu_staging_ctx *c, char *dev, ptrdiff_t pi
     pygpu_status r = 0;
     *staged = 0;
     ptrdiff_t n = layout_size(&h), per_row = width / h.itemsize, rows = n / per_row;
-    if (!engine_take(c, &cfg, &h, 1))
+    if (!staging_take(c, &cfg, &h, 1))
         return 0;
     size_t limit = chunk_bytes(&cfg, (size_t)(n * h.itemsize));
     ptrdiff_t k = (ptrdiff_t)limit / width;
     if (k < 1 || limit < cfg.chunk) {
-        engine_give(c);
+        staging_give(c);
         return 0;               /* rows wider than a buffer, or chunks not full: another way */
     }
     *staged = 1;
@@ -743,7 +743,7 @@ pygpu_status pygpu_staged_h2d_rows(pygpu_staging_ctx *c, char *dev, ptrdiff_t pi
     }
     PYGPU_TRACE('e', 0, 0);
     PYGPU_TRACE_NAME("h2d (rows)");
-    engine_give(c);
+    staging_give(c);
     return r;
 }
 

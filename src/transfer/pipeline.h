@@ -59,7 +59,7 @@ pygpu_status pygpu_staged_h2d_rows(pygpu_staging_ctx *c, char *dev, ptrdiff_t pi
  * when the configuration changes). */
 void pygpu_staging_release(void);
 
-/* Registers the engine's fork handler. */
+/* Registers the staging pipelines' fork handler. */
 void pygpu_pipeline_init(void);
 
 #endif /* PYGPU_TRANSFER_PIPELINE_H */

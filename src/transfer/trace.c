@@ -132,7 +132,7 @@ int pygpu_trace_mine(void)
 }
 
 /* (trace_mu held) */
-static void note(char what, int chunk, size_t bytes)
+static void blame(char what, int chunk, size_t bytes)
 {
     if (what == 'b') {
         trace.n = 0;
@@ -150,7 +150,7 @@ void pygpu_trace_note(char what, int chunk, size_t bytes)
 {
     pthread_mutex_lock(&trace_mu);
     if (mine(what))
-        note(what, chunk, bytes);
+        blame(what, chunk, bytes);
     else if (what == 'b')
         untraced = bytes;
     pthread_mutex_unlock(&trace_mu);
@@ -221,7 +221,7 @@ void pygpu_trace_done(void)
     }
     owned = 0;
     if (name) {
-        note('s', 0, 0);
+        blame('s', 0, 0);
         flockfile(stderr);      /* (one line, whatever other threads print) */
         fprintf(stderr, "pygpu staging %s: copy entered %.1f us before b0;", name, (double)(trace.t0 - entered) / 1e3);
         for (int i = 0; i < trace.n; i++) {
