@@ -7,7 +7,14 @@
  * functions array_new.c's; the host doors array_host.c's.
  */
 #include "pygpu.h"
+#include "array.h"
+#include "convert.h"
 #include "copy/copy.h"
+#include "device.h"
+#include "memory.h"
+#include "shape.h"
+#include "state.h"
+#include "stream.h"
 
 #include <structmember.h>
 

@@ -4,7 +4,15 @@
  * host where the kernel cannot run or NumPy's rule checks each value.
  */
 #include "pygpu.h"
+#include "array_cast.h"
+#include "array.h"
+#include "array_host.h"
 #include "copy/copy.h"
+#include "device.h"
+#include "dtype.h"
+#include "memory.h"
+#include "state.h"
+#include "stream.h"
 
 
 /* ---- astype ----------------------------------------------------------------- */

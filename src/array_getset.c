@@ -3,6 +3,12 @@
  * `flags` returns.
  */
 #include "pygpu.h"
+#include "array_getset.h"
+#include "array_shape.h"
+#include "cai.h"
+#include "convert.h"
+#include "device.h"
+#include "state.h"
 
 #define SELF ((PyGPUArray *)self)
 

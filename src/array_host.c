@@ -7,7 +7,16 @@
  * or another array, broadcast and converted), and the download (get).
  */
 #include "pygpu.h"
+#include "array_host.h"
+#include "array.h"
+#include "convert.h"
 #include "copy/copy.h"
+#include "dtype.h"
+#include "memory.h"
+#include "pinned.h"
+#include "shape.h"
+#include "state.h"
+#include "stream.h"
 #include "transfer/pinned_pool.h"
 
 /* ---- construction ------------------------------------------------------------ */

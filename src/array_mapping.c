@@ -5,6 +5,10 @@
  * way and copies the value into the view.
  */
 #include "pygpu.h"
+#include "array_mapping.h"
+#include "array.h"
+#include "array_host.h"
+#include "state.h"
 
 enum entry_kind { E_INT, E_SLICE, E_NEWAXIS, E_ELLIPSIS };
 

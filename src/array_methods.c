@@ -5,7 +5,21 @@
  * array_scalar.c's; __dlpack__ dlpack_export.c's).
  */
 #include "pygpu.h"
+#include "array_methods.h"
+#include "array.h"
+#include "array_cast.h"
+#include "array_host.h"
+#include "array_scalar.h"
+#include "array_shape.h"
+#include "convert.h"
 #include "copy/copy.h"
+#include "device.h"
+#include "dlpack.h"
+#include "dlpack_export.h"
+#include "dtype.h"
+#include "memory.h"
+#include "state.h"
+#include "stream.h"
 
 #define SELF ((PyGPUArray *)self)
 #define KW(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS

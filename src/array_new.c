@@ -6,6 +6,15 @@
  * construction door.
  */
 #include "pygpu.h"
+#include "array_new.h"
+#include "array.h"
+#include "array_host.h"
+#include "convert.h"
+#include "device.h"
+#include "dtype.h"
+#include "memory.h"
+#include "shape.h"
+#include "state.h"
 
 
 /* Parse strides: nd ints of any sign; 0, or -1 with an exception. */

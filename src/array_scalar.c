@@ -10,6 +10,9 @@
  * one zeroed element, and raises what it raises for such an array.
  */
 #include "pygpu.h"
+#include "array_scalar.h"
+#include "array_host.h"
+#include "state.h"
 
 /* A NumPy array of `a`'s shape and dtype, its elements one zeroed element
  * (strides 0), read-only.  New reference. */

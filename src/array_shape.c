@@ -4,6 +4,13 @@
  * reshape and ravel copy too where no view has the asked shape, as NumPy's.
  */
 #include "pygpu.h"
+#include "array_shape.h"
+#include "array.h"
+#include "convert.h"
+#include "dtype.h"
+#include "shape.h"
+#include "state.h"
+#include "stream.h"
 
 #define SELF ((PyGPUArray *)self)
 

@@ -4,6 +4,14 @@
  * the files beneath), its spec, and its creation at module init.
  */
 #include "pygpu.h"
+#include "array_type.h"
+#include "array_getset.h"
+#include "array_host.h"
+#include "array_mapping.h"
+#include "array_methods.h"
+#include "array_new.h"
+#include "array_scalar.h"
+#include "memory.h"
 
 #include <structmember.h>
 

@@ -17,6 +17,16 @@
  * order after; importing makes the current stream wait for the producer's.
  */
 #include "pygpu.h"
+#include "cai.h"
+#include "array.h"
+#include "convert.h"
+#include "device.h"
+#include "dtype.h"
+#include "errors.h"
+#include "memory.h"
+#include "shape.h"
+#include "state.h"
+#include "stream.h"
 
 #include <string.h>
 

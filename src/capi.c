@@ -3,7 +3,14 @@
  * `_C_API` (re-exported by the package as pygpu._C_API).
  */
 #include "pygpu.h"
+#include "capi.h"
+#include "array.h"
+#include "device.h"
+#include "dlpack_exchange.h"
+#include "dtype.h"
+#include "interop.h"
 #include "pygpu/pygpu_api.h"
+#include "stream.h"
 
 /* The state of the module that made the table: the capsule is process-wide
  * by nature (one per loaded backend library), and so is this. */

@@ -6,6 +6,9 @@
  * TypeError or ValueError NumPy would raise for the same argument.
  */
 #include "pygpu.h"
+#include "convert.h"
+#include "shape.h"
+#include "state.h"
 
 /* 1 if `obj` is one integer (a NumPy array of one or more axes is not, nor
  * a GPUArray, though a 0-d one of integers has __index__). */

@@ -7,6 +7,10 @@
  * Device(i):` saves the previous one on a context-variable chain.
  */
 #include "pygpu.h"
+#include "device.h"
+#include "errors.h"
+#include "peer.h"
+#include "state.h"
 
 #include <structmember.h>
 

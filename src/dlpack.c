@@ -13,6 +13,12 @@
  */
 #include "pygpu.h"
 #include "dlpack.h"
+#include "array.h"
+#include "array_host.h"
+#include "device.h"
+#include "dtype.h"
+#include "state.h"
+#include "stream.h"
 
 #include <stdarg.h>
 #include <stdlib.h>

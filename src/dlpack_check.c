@@ -10,6 +10,7 @@
  * trusts a field before checking it, and no arithmetic overflows.
  */
 #include "dlpack.h"
+#include "shape.h"
 
 #include <stdarg.h>
 #include <stdio.h>

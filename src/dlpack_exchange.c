@@ -19,7 +19,14 @@
  * so is the state its functions use, as for the C API capsule (capi.c).
  */
 #include "pygpu.h"
+#include "dlpack_exchange.h"
+#include "array.h"
+#include "device.h"
 #include "dlpack.h"
+#include "dlpack_export.h"
+#include "dtype.h"
+#include "memory.h"
+#include "stream.h"
 
 #include <string.h>
 

@@ -12,7 +12,13 @@
  * for the stream of the array's last work (cai.c keeps that record).
  */
 #include "pygpu.h"
+#include "dlpack_export.h"
+#include "array_host.h"
 #include "dlpack.h"
+#include "errors.h"
+#include "memory.h"
+#include "state.h"
+#include "stream.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -7,7 +7,9 @@
  * copy is asked for.
  */
 #include "pygpu.h"
+#include "array.h"
 #include "dlpack.h"
+#include "stream.h"
 
 /* 1 if this backend's arrays can view memory of device type `t` in place. */
 int pygpu_dl_reachable(long t)

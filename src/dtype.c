@@ -5,7 +5,9 @@
  * works.
  */
 #include "pygpu.h"
+#include "dtype.h"
 #include "kernels/kernels.h"
+#include "state.h"
 
 int pygpu_descr_supported(PyArray_Descr *d)
 {

@@ -3,6 +3,8 @@
  * into a GPUError, and cudaError_t, the original PyGPU's error object.
  */
 #include "pygpu.h"
+#include "errors.h"
+#include "fork.h"
 
 #include <structmember.h>
 

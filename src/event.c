@@ -3,6 +3,12 @@
  * streams and for timing.
  */
 #include "pygpu.h"
+#include "event.h"
+#include "device.h"
+#include "errors.h"
+#include "fork.h"
+#include "state.h"
+#include "stream.h"
 
 static PyObject *event_new(PyTypeObject *tp, PyObject *args, PyObject *kwds)
 {

@@ -5,7 +5,9 @@
  * apart from the exchange itself (dlpack_exchange.c).
  */
 #include "pygpu.h"
+#include "exchange_timing.h"
 #include "dlpack.h"
+#include "dlpack_exchange.h"
 
 #include <string.h>
 #include <time.h>

@@ -9,7 +9,14 @@
  * standard's, 2023.12: the DLPack rungs alone).
  */
 #include "pygpu.h"
+#include "interop.h"
+#include "array_cast.h"
+#include "cai.h"
+#include "device.h"
 #include "dlpack.h"
+#include "dlpack_exchange.h"
+#include "dtype.h"
+#include "state.h"
 
 #define FASTKW(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
 #if defined(PYGPU_BACKEND_CUDA)

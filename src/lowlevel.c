@@ -11,6 +11,10 @@
  * object in its `_host` slot (a NumPy array), which then owns the export.
  */
 #include "pygpu.h"
+#include "lowlevel.h"
+#include "convert.h"
+#include "memory.h"
+#include "transfer/lanes.h"
 #include "transfer/pinned_pool.h"
 #include "transfer/pipeline.h"
 

@@ -7,7 +7,14 @@
  * device has one, ordered on a stream, and are given back on that stream.
  */
 #include "pygpu.h"
+#include "memory.h"
+#include "convert.h"
 #include "copy/copy.h"
+#include "device.h"
+#include "errors.h"
+#include "fork.h"
+#include "state.h"
+#include "stream.h"
 
 #include <structmember.h>
 

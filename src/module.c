@@ -7,6 +7,23 @@
  * defines PYGPU_BACKEND_{CUDA,HIP,HOST} and PYGPU_MODULE_NAME.
  */
 #include "pygpu.h"
+#include "array_type.h"
+#include "capi.h"
+#include "device.h"
+#include "dlpack_exchange.h"
+#include "env.h"
+#include "errors.h"
+#include "event.h"
+#include "exchange_timing.h"
+#include "fork.h"
+#include "interop.h"
+#include "lowlevel.h"
+#include "memory.h"
+#include "names.h"
+#include "pinned.h"
+#include "state.h"
+#include "stream.h"
+#include "transfer/settings_py.h"
 
 #include <stdlib.h>
 

@@ -6,7 +6,10 @@
  * interop files and of stream arguments build no string.
  */
 #include "pygpu.h"
+#include "names.h"
 #include "dlpack.h"
+#include "dtype.h"
+#include "state.h"
 
 /* The typestr of type number `n` ('<f4'), or None where GPUArray has no such dtype. */
 static PyObject *typestr_of(int n)

@@ -5,6 +5,12 @@
  * (transfer/pinned_pool.c) or allocated on its own.
  */
 #include "pygpu.h"
+#include "pinned.h"
+#include "convert.h"
+#include "errors.h"
+#include "fork.h"
+#include "shape.h"
+#include "state.h"
 #include "transfer/pinned_pool.h"
 
 #include <stdlib.h>

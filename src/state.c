@@ -10,6 +10,7 @@
  */
 #define PYGPU_IMPORT_ARRAY   /* this file defines NumPy's C-API table for the others */
 #include "pygpu.h"
+#include "state.h"
 
 static PyModuleDef module_def = {PyModuleDef_HEAD_INIT, .m_name = NULL};
 

@@ -7,6 +7,11 @@
  * another.
  */
 #include "pygpu.h"
+#include "stream.h"
+#include "device.h"
+#include "errors.h"
+#include "fork.h"
+#include "state.h"
 
 PyObject *pygpu_current_stream(pygpu_state *st)
 {

@@ -14,7 +14,12 @@
 #include "devcopy.h"
 #include "device_routes.h"
 #include "plan.h"
+#include "toolbox.h"
+#include "../device.h"
+#include "../errors.h"
 #include "../kernels/kernels.h"
+#include "../peer.h"
+#include "../shape.h"
 #include "../transfer/background.h"
 #include "../transfer/trace.h"
 

@@ -8,7 +8,11 @@
  */
 #include "cross_routes.h"
 #include "device_routes.h"
+#include "toolbox.h"
+#include "../peer.h"
+#include "../shape.h"
 #include "../transfer/cross.h"
+#include "../transfer/trace.h"
 
 /* ---- the route: how the dense bytes cross -------------------------------- */
 

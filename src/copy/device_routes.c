@@ -9,6 +9,9 @@
  */
 #include "device_routes.h"
 #include "devcopy.h"
+#include "toolbox.h"
+#include "../shape.h"
+#include "../transfer/trace.h"
 
 /* ---- copies on one device: the rule ----------------------------------------- */
 

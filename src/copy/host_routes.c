@@ -9,11 +9,14 @@
  */
 #include "host_routes.h"
 #include "device_routes.h"
+#include "toolbox.h"
+#include "../shape.h"
 #include "../transfer/background.h"
 #include "../transfer/background_down.h"
 #include "../transfer/background_up.h"
 #include "../transfer/hostcopy.h"
 #include "../transfer/pinned_pool.h"
+#include "../transfer/pipeline.h"
 #include "../transfer/settings.h"
 #include "../transfer/trace.h"
 

@@ -27,6 +27,8 @@
 #include "plan.h"
 #include "device_routes.h"
 #include "host_routes.h"
+#include "toolbox.h"
+#include "../shape.h"
 
 /* Device to device through a dense host buffer: for layouts that would take
  * too many runtime calls on the device (reversed or element-strided rows). */

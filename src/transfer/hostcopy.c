@@ -6,6 +6,7 @@
 #include "hostcopy.h"
 #include "settings.h"
 #include "trace.h"
+#include "workers.h"
 #include "../env.h"
 #include "../shape.h"
 #include "../tuning.h"

@@ -12,14 +12,15 @@
  * device; the workers serve every transfer's chunks in turn.
  */
 #include "pipeline.h"
-#include "hostcopy.h"
 #include "background.h"
+#include "hostcopy.h"
 #include "lanes.h"
 #include "pinned_pool.h"
 #include "settings.h"
 #include "trace.h"
 #include "workers.h"
 #include "../fork.h"
+#include "../shape.h"
 #include "../tuning.h"
 
 #include <stdint.h>

@@ -4,13 +4,16 @@
  * call that readies the machinery at module init.
  */
 #include "../pygpu.h"
-#include "../copy/copy.h"
-#include "pinned_pool.h"
+#include "settings_py.h"
 #include "background.h"
+#include "lanes.h"
+#include "pinned_pool.h"
 #include "pipeline.h"
 #include "settings.h"
 #include "trace.h"
 #include "workers.h"
+#include "../convert.h"
+#include "../copy/copy.h"
 
 static PyObject *config_dict(void)
 {

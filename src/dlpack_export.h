@@ -1,0 +1,16 @@
+/*
+ * dlpack_export.h -- the functions dlpack_export.c offers the files above it
+ * (dlpack_export.c: DLPack going out: GPUArray.__dlpack__ and
+ * __dlpack_device__ (Array API standard, 2023.12), and the managed tensors
+ * that the C exchange API hands out (dlpack_exchange.c)).
+ */
+#ifndef PYGPU_DLPACK_EXPORT_H
+#define PYGPU_DLPACK_EXPORT_H
+
+#include "pygpu.h"
+
+/* GPUArray.__dlpack__ (METH_FASTCALL | METH_KEYWORDS) and __dlpack_device__. */
+PyObject *pygpu_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+PyObject *pygpu_array_dlpack_device(PyObject *self, PyObject *unused);
+
+#endif /* PYGPU_DLPACK_EXPORT_H */

@@ -1,0 +1,29 @@
+/*
+ * errors.h -- the functions errors.c offers the files above it (errors.c:
+ * runtime statuses to Python: the one helper that turns a status into a
+ * GPUError, and cudaError_t, the original PyGPU's error object).
+ */
+#ifndef PYGPU_ERRORS_H
+#define PYGPU_ERRORS_H
+
+#include "pygpu.h"
+
+/* Return 0 if `status` is success; else clear the runtime's last error, set
+ * GPUError (GPUMemoryError when out of memory) naming `call` (the runtime
+ * function without its vendor prefix: "MallocAsync"), and return -1. */
+int pygpu_check(pygpu_state *st, pygpu_status status, const char *call);
+
+/* A query's answer (StreamQuery, EventQuery): True if done, False if not
+ * ready yet, else NULL with GPUError naming `call`. */
+PyObject *pygpu_query_result(pygpu_state *st, pygpu_status status, const char *call);
+
+/* The door to the runtime for a forked child (fork.h): 0 if this process
+ * may call the runtime (noting that it does), else -1 with GPUError saying
+ * that the process forked after using the device. */
+int pygpu_fork_check(pygpu_state *st);
+
+/* A new cudaError_t object for `code`; new reference. */
+PyObject *pygpu_error_object(pygpu_state *st, int code);
+int pygpu_errors_init(PyObject *m, pygpu_state *st);
+
+#endif /* PYGPU_ERRORS_H */
