@@ -17,6 +17,8 @@ defines.  From that graph:
     python3 tools/callgraph.py            the summary and the rings
     python3 tools/callgraph.py --edges    every file -> file edge, with the symbols
     python3 tools/callgraph.py --json F   the graph as JSON, for tests
+    python3 tools/callgraph.py --floors   each file's floor (0: calls no other file;
+                                          else one above the highest file it calls)
 
 tests/test_layout.py uses `graph()` and `rings()` from here.
 """
@@ -148,6 +150,22 @@ def ring_calls(edges, comps):
             if a != b and a in where and where.get(b) == where[a]]
 
 
+def floors(edges):
+    """{file: floor}: 0 for a file that calls no other, else 1 + the
+    highest floor among the files it calls (the graph must have no ring)."""
+    floor = {}
+
+    def of(f, seen=()):
+        if f not in floor:
+            assert f not in seen, f"ring through {f}"
+            below = [of(b, seen + (f,)) for b in edges.get(f, ()) if b != f]
+            floor[f] = 1 + max(below) if below else 0
+        return floor[f]
+    for f in edges:
+        of(f)
+    return floor
+
+
 def short(path):
     return path[len("src/"):] if path.startswith("src/") else path
 
@@ -156,6 +174,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--edges", action="store_true", help="print every edge with its symbols")
     ap.add_argument("--json", metavar="FILE", help="write the graph as JSON")
+    ap.add_argument("--floors", action="store_true", help="print each file's floor, lowest first")
     args = ap.parse_args()
     g = graph()
     edges = g["edges"]
@@ -180,6 +199,10 @@ def main():
             for b, syms in sorted(edges[a].items()):
                 if a != b:
                     print(f"  {short(a)} -> {short(b)}: {' '.join(syms)}")
+    if args.floors and not comps:
+        print("floors:")
+        for f, n in sorted(floors(edges).items(), key=lambda kv: (kv[1], kv[0])):
+            print(f"  {n:2d}  {short(f)}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({**g, "rings": comps}, f, indent=1)
