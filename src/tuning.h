@@ -71,6 +71,42 @@
 /* Uploads of fewer bytes are not worth a background task. See performance.md#background-uploads */
 #define PYGPU_BG_MIN ((size_t)1 << 20)
 
+/* ---- the background (transfer/background.c, background_up.c, background_down.c) ---- */
+
+/* An upload's chunks, at most: each costs the caller two calls on the stream. See performance.md#background-chunks */
+#define PYGPU_BG_CHUNKS 256
+/* Bytes of an upload's chunk: 4 MiB came no sooner and doubled the call. See performance.md#background-chunks */
+#define PYGPU_BG_UP_CHUNK ((ptrdiff_t)8 << 20)
+/* Smaller transfers go in this many chunks: the first copy is time added. See performance.md#background-chunks */
+#define PYGPU_BG_SMALL_CHUNKS 4
+/* A download's chunks into a whole block, at most: each has an event. See performance.md#background-chunks */
+#define PYGPU_BG_DOWN_CHUNKS 32
+/* Bytes of a download's chunk into a whole block (4 and 8 MiB came alike). See performance.md#background-chunks */
+#define PYGPU_BG_DOWN_CHUNK ((ptrdiff_t)8 << 20)
+/* A ring's block holds this many chunks, each DMA in lines still cached. See performance.md#background-rings */
+#define PYGPU_BG_RING_SLOTS 4
+/* Bytes of a ring's chunk, at most: plain stores into a small ring won. See performance.md#background-rings */
+#define PYGPU_BG_RING_CHUNK ((ptrdiff_t)16 << 20)
+/* Chunks of a transfer through a ring, at most (a 128th of one over 2 GiB). See performance.md#background-rings */
+#define PYGPU_BG_RING_CHUNKS 128
+/* A smaller transfer goes round its ring this many times (4 slots: eighths). See performance.md#background-rings */
+#define PYGPU_BG_RING_LAPS 2
+/* Upload counters in use at once, at most; then host functions gate uploads. See performance.md#background-waits */
+#define PYGPU_BG_COUNTERS 1024
+/* A background thread looks this many times at a counter before it naps. See performance.md#background-waits */
+#define PYGPU_BG_SPINS 64
+/* ... each nap this many nanoseconds. See performance.md#background-waits */
+#define PYGPU_BG_NAP_NS 20000
+/* Tasks not yet over that a reaper call looks past, at most: bounded work. See performance.md#background-waits */
+#define PYGPU_BG_REAP_LOOK_PAST 8
+
+/* ---- between devices (transfer/cross.c) ---- */
+
+/* Copies between devices not in reach go in sixteenths: both legs busy. See performance.md#between-devices */
+#define PYGPU_CROSS_PARTS 16
+/* ... of this many bytes at least. See performance.md#between-devices */
+#define PYGPU_CROSS_CHUNK_MIN ((size_t)1 << 20)
+
 /* ---- lanes, workers, pools ---- */
 
 /* Transfers staged at once to one device; the next waits. See performance.md#lanes */
