@@ -107,6 +107,35 @@
 /* ... of this many bytes at least. See performance.md#between-devices */
 #define PYGPU_CROSS_CHUNK_MIN ((size_t)1 << 20)
 
+/* ---- the copy planner (src/copy/) ---- */
+
+/* Runtime calls worth issuing for one copy straight between two layouts. See performance.md#direct-copies */
+#define PYGPU_DIRECT_CALLS_MAX 64
+/* Rows this wide go straight between page-locked (or small) memory and a GPU. See performance.md#direct-copies */
+#define PYGPU_DIRECT_ROW_MIN 512
+/* Narrower rows stay with the host: the device moves 1- and 2-byte rows slowly. See performance.md#narrow-rows */
+#define PYGPU_NARROW_MIN 4
+/* Narrower rows are narrow; from this width runtime copies gather rows well. See performance.md#narrow-rows */
+#define PYGPU_NARROW_LIMIT 64
+/* A view covering over this many times its bytes is sparse: copies gather it. See performance.md#narrow-rows */
+#define PYGPU_SPARSE_RATIO 4
+/* Narrow rows going up are scattered in calls of this many bytes at least. See performance.md#scatter-up */
+#define PYGPU_SCATTER_MIN ((size_t)1 << 20)
+/* Narrow rows going down, not staged, are gathered in pieces from this size. See performance.md#gather-down */
+#define PYGPU_GATHER_MIN ((size_t)1 << 20)
+/* A gather's pieces: one per this many bytes ... See performance.md#gather-down */
+#define PYGPU_GATHER_PIECE_MIN ((size_t)1 << 20)
+/* ... up to this many pieces ... See performance.md#gather-down */
+#define PYGPU_GATHER_FEW 4
+/* ... then pieces of this many bytes or more ... See performance.md#gather-down */
+#define PYGPU_GATHER_PIECE ((size_t)4 << 20)
+/* ... and this many pieces at most: each costs microseconds. See performance.md#gather-down */
+#define PYGPU_GATHER_PIECES 16
+/* The transpose kernel takes a copy whose two tile axes are this long at least. See performance.md#transpose-tiles */
+#define PYGPU_TILE_MIN 8
+/* ... and an axis of strides up to this many elements counts as contiguous. See performance.md#transpose-tiles */
+#define PYGPU_TILE_NEAR 2
+
 /* ---- lanes, workers, pools ---- */
 
 /* Transfers staged at once to one device; the next waits. See performance.md#lanes */
