@@ -58,10 +58,18 @@
 #define PYGPU_PREFAULT_PART_MIN ((size_t)4 << 20)
 /* DMA calls of a whole-buffer transfer, at most: each call costs the link time. See performance.md#whole-buffers */
 #define PYGPU_WHOLE_CHUNKS 32
+/* A whole-buffer download queues its DMAs this many windows ahead at first ... See performance.md#whole-buffers */
+#define PYGPU_WHOLE_AHEAD_FIRST 2
+/* ... then this many while the workers copy each window out. See performance.md#whole-buffers */
+#define PYGPU_WHOLE_AHEAD 4
 /* Windows are no smaller than a quarter of the transfer up to this size. See performance.md#mid-size-windows */
 #define PYGPU_MID_WINDOW ((size_t)1 << 20)
 /* ... nor smaller than this. See performance.md#mid-size-windows */
 #define PYGPU_MIN_WINDOW ((size_t)512 << 10)
+/* The quarter above: windows are at least this-th of the transfer, to 1 MiB. See performance.md#mid-size-windows */
+#define PYGPU_MID_WINDOW_SHARE 4
+/* A transfer goes in this many windows per staging buffer, to overlap. See performance.md#mid-size-windows */
+#define PYGPU_WINDOWS_PER_BUFFER 2
 /* A transfer's first and last chunks: the first copy and last DMA overlap nothing. See performance.md#first-chunk */
 #define PYGPU_FIRST_CHUNK ((ptrdiff_t)256 << 10)
 /* Downloads land a slot further round the buffers each time, slots of this. See performance.md#download-slots */
