@@ -58,10 +58,18 @@
 #define PYGPU_PREFAULT_PART_MIN ((size_t)4 << 20)
 /* DMA calls of a whole-buffer transfer, at most: each call costs the link time. See performance.md#whole-buffers */
 #define PYGPU_WHOLE_CHUNKS 32
+/* A whole-buffer download queues its DMAs this many windows ahead at first ... See performance.md#whole-buffers */
+#define PYGPU_WHOLE_AHEAD_FIRST 2
+/* ... then this many while the workers copy each window out. See performance.md#whole-buffers */
+#define PYGPU_WHOLE_AHEAD 4
 /* Windows are no smaller than a quarter of the transfer up to this size. See performance.md#mid-size-windows */
 #define PYGPU_MID_WINDOW ((size_t)1 << 20)
 /* ... nor smaller than this. See performance.md#mid-size-windows */
 #define PYGPU_MIN_WINDOW ((size_t)512 << 10)
+/* The quarter above: windows are at least this-th of the transfer, to 1 MiB. See performance.md#mid-size-windows */
+#define PYGPU_MID_WINDOW_SHARE 4
+/* A transfer goes in this many windows per staging buffer, to overlap. See performance.md#mid-size-windows */
+#define PYGPU_WINDOWS_PER_BUFFER 2
 /* A transfer's first and last chunks: the first copy and last DMA overlap nothing. See performance.md#first-chunk */
 #define PYGPU_FIRST_CHUNK ((ptrdiff_t)256 << 10)
 /* Downloads land a slot further round the buffers each time, slots of this. See performance.md#download-slots */
@@ -70,6 +78,71 @@
 #define PYGPU_PLAIN_MIN ((ptrdiff_t)2 << 20)
 /* Uploads of fewer bytes are not worth a background task. See performance.md#background-uploads */
 #define PYGPU_BG_MIN ((size_t)1 << 20)
+
+/* ---- the background (transfer/background.c, background_up.c, background_down.c) ---- */
+
+/* An upload's chunks, at most: each costs the caller two calls on the stream. See performance.md#background-chunks */
+#define PYGPU_BG_CHUNKS 256
+/* Bytes of an upload's chunk: 4 MiB came no sooner and doubled the call. See performance.md#background-chunks */
+#define PYGPU_BG_UP_CHUNK ((ptrdiff_t)8 << 20)
+/* Smaller transfers go in this many chunks: the first copy is time added. See performance.md#background-chunks */
+#define PYGPU_BG_SMALL_CHUNKS 4
+/* A download's chunks into a whole block, at most: each has an event. See performance.md#background-chunks */
+#define PYGPU_BG_DOWN_CHUNKS 32
+/* Bytes of a download's chunk into a whole block (4 and 8 MiB came alike). See performance.md#background-chunks */
+#define PYGPU_BG_DOWN_CHUNK ((ptrdiff_t)8 << 20)
+/* A ring's block holds this many chunks, each DMA in lines still cached. See performance.md#background-rings */
+#define PYGPU_BG_RING_SLOTS 4
+/* Bytes of a ring's chunk, at most: plain stores into a small ring won. See performance.md#background-rings */
+#define PYGPU_BG_RING_CHUNK ((ptrdiff_t)16 << 20)
+/* Chunks of a transfer through a ring, at most (a 128th of one over 2 GiB). See performance.md#background-rings */
+#define PYGPU_BG_RING_CHUNKS 128
+/* A smaller transfer goes round its ring this many times (4 slots: eighths). See performance.md#background-rings */
+#define PYGPU_BG_RING_LAPS 2
+/* Upload counters in use at once, at most; then host functions gate uploads. See performance.md#background-waits */
+#define PYGPU_BG_COUNTERS 1024
+/* A background thread looks this many times at a counter before it naps. See performance.md#background-waits */
+#define PYGPU_BG_SPINS 64
+/* ... each nap this many nanoseconds. See performance.md#background-waits */
+#define PYGPU_BG_NAP_NS 20000
+/* Tasks not yet over that a reaper call looks past, at most: bounded work. See performance.md#background-waits */
+#define PYGPU_BG_REAP_LOOK_PAST 8
+
+/* ---- between devices (transfer/cross.c) ---- */
+
+/* Copies between devices not in reach go in sixteenths: both legs busy. See performance.md#between-devices */
+#define PYGPU_CROSS_PARTS 16
+/* ... of this many bytes at least. See performance.md#between-devices */
+#define PYGPU_CROSS_CHUNK_MIN ((size_t)1 << 20)
+
+/* ---- the copy planner (src/copy/) ---- */
+
+/* Runtime calls worth issuing for one copy straight between two layouts. See performance.md#direct-copies */
+#define PYGPU_DIRECT_CALLS_MAX 64
+/* Rows this wide go straight between page-locked (or small) memory and a GPU. See performance.md#direct-copies */
+#define PYGPU_DIRECT_ROW_MIN 512
+/* Narrower rows stay with the host: the device moves 1- and 2-byte rows slowly. See performance.md#narrow-rows */
+#define PYGPU_NARROW_MIN 4
+/* Narrower rows are narrow; from this width runtime copies gather rows well. See performance.md#narrow-rows */
+#define PYGPU_NARROW_LIMIT 64
+/* A view covering over this many times its bytes is sparse: copies gather it. See performance.md#narrow-rows */
+#define PYGPU_SPARSE_RATIO 4
+/* Narrow rows going up are scattered in calls of this many bytes at least. See performance.md#scatter-up */
+#define PYGPU_SCATTER_MIN ((size_t)1 << 20)
+/* Narrow rows going down, not staged, are gathered in pieces from this size. See performance.md#gather-down */
+#define PYGPU_GATHER_MIN ((size_t)1 << 20)
+/* A gather's pieces: one per this many bytes ... See performance.md#gather-down */
+#define PYGPU_GATHER_PIECE_MIN ((size_t)1 << 20)
+/* ... up to this many pieces ... See performance.md#gather-down */
+#define PYGPU_GATHER_FEW 4
+/* ... then pieces of this many bytes or more ... See performance.md#gather-down */
+#define PYGPU_GATHER_PIECE ((size_t)4 << 20)
+/* ... and this many pieces at most: each costs microseconds. See performance.md#gather-down */
+#define PYGPU_GATHER_PIECES 16
+/* The transpose kernel takes a copy whose two tile axes are this long at least. See performance.md#transpose-tiles */
+#define PYGPU_TILE_MIN 8
+/* ... and an axis of strides up to this many elements counts as contiguous. See performance.md#transpose-tiles */
+#define PYGPU_TILE_NEAR 2
 
 /* ---- lanes, workers, pools ---- */
 

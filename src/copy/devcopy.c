@@ -8,6 +8,7 @@
  */
 #include "devcopy.h"
 #include "../kernels/kernels.h"
+#include "../tuning.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -34,19 +35,18 @@ static ptrdiff_t size_of(const pygpu_pair *p)
 
 /* The transpose kernel moves `p` (elements of `esize` bytes) when the
  * destination's fastest axis (the last) is far apart in the source, and
- * the source runs (nearly) contiguously along another axis: then the tiles
+ * the source runs (nearly: PYGPU_TILE_NEAR elements) contiguously along
+ * another axis, both axes PYGPU_TILE_MIN long at least: then the tiles
  * make both the reads and the writes whole.  *ta, *tb: the two axes. */
-#define TILE_MIN 8              /* each tile axis this long at least */
-
 static int transpose_axes(const pygpu_pair *p, ptrdiff_t esize, int *ta, int *tb)
 {
     int a = p->nd - 1, b = -1;
-    if (p->nd < 2 || absd(p->strides[1][a]) <= 2 * esize || p->shape[a] < TILE_MIN)
+    if (p->nd < 2 || absd(p->strides[1][a]) <= PYGPU_TILE_NEAR * esize || p->shape[a] < PYGPU_TILE_MIN)
         return 0;
     for (int k = 0; k < a; k++)
         if (b < 0 || absd(p->strides[1][k]) < absd(p->strides[1][b]))
             b = k;
-    if (absd(p->strides[1][b]) > 2 * esize || p->shape[b] < TILE_MIN)
+    if (absd(p->strides[1][b]) > PYGPU_TILE_NEAR * esize || p->shape[b] < PYGPU_TILE_MIN)
         return 0;
     *ta = a;
     *tb = b;

@@ -12,6 +12,7 @@
 #include "toolbox.h"
 #include "../shape.h"
 #include "../transfer/trace.h"
+#include "../tuning.h"
 
 /* ---- copies on one device: the rule ----------------------------------------- */
 
@@ -19,17 +20,16 @@ static const char *const device_route_names[] = {"runtime copies", "PyGPU's kern
 
 /* How a simplified pair of geometry `g` moves between two layouts on one
  * device: the one place that decides.  One runtime copy where both sides
- * are dense; else the kernels (even where one 2-D runtime copy would do:
- * on an H100, every other row of a 4096 x 2048 float64 array, rows of 16
- * KiB, took 0.044 ms by cudaMemcpy2DAsync and 0.026 ms by CuPy's kernel);
- * without them, the runtime's copies where a few do it, else the host. */
+ * are dense; else the kernels, even where one 2-D runtime copy would do
+ * (docs/performance.md#direct-copies); without them, the runtime's copies
+ * where a few do it (PYGPU_DIRECT_CALLS_MAX), else the host. */
 enum device_route cp_device_route(ctx *c, const geometry *g, const char **why)
 {
     if (g->calls == 1 && g->hax < 0)
         return *why = "dense on both sides: one copy", DEVICE_ROUTE_RUNTIME;
     if (cp_kernels_usable(c))
         return *why = "they run here", DEVICE_ROUTE_KERNEL;
-    if (g->calls <= MAX_DIRECT_CALLS)
+    if (g->calls <= PYGPU_DIRECT_CALLS_MAX)
         return *why = "no kernels here; a few runtime copies do it", DEVICE_ROUTE_RUNTIME;
     return *why = "no kernels here; too many runtime copies", DEVICE_ROUTE_HOST;
 }

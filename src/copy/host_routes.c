@@ -19,13 +19,11 @@
 #include "../transfer/pipeline.h"
 #include "../transfer/settings.h"
 #include "../transfer/trace.h"
+#include "../tuning.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define WIDE_ROW 512            /* bytes per row for direct 2-D host copies */
-#define NARROW_MIN 4            /* narrower rows the device moves slowly (see gather_down) */
 
 /* ---- the staging pipeline, from a copy's context --------------------------- */
 
@@ -208,20 +206,14 @@ static pygpu_status dense_to_host(ctx *c, const pygpu_pair *p, int which, char *
     return one_copy_down(c, p, which, host, dev, itemsize, queue);
 }
 
-/* Narrow rows (4 to 63 bytes) going up from pageable memory go up dense and
- * are scattered on the device slab by slab, on a stream of their own, as
- * the staged upload queues their DMA: the device scatters 4-byte rows at
- * about 34 GB/s, about as fast as the upload, so one after the other took
- * twice as long as either.  Measured on an H100, every other element from
- * pageable memory, interleaved against scattering after the upload: 4-byte
- * elements 16 MiB 18.8 -> 25.8 GB/s, 64 MiB 18.9 -> 28.4; 8-byte 25.1 ->
- * 33.6 and 26.6 -> 34.7.  Wide rows scatter 10-20 times faster than they
- * come up; scattered this way, every other row of 256 B went from 0.68 of
- * the link to 0.62 at 16 MiB, so they wait for the whole upload.  (1- and
- * 2-byte elements are scattered on the device at 1.5 and 3 GB/s, either
- * way.) */
-#define SCATTER_MIN ((size_t)1 << 20)   /* bytes per scatter call, but the last */
-
+/* Narrow rows (PYGPU_NARROW_MIN to PYGPU_NARROW_LIMIT bytes, not
+ * included) going up from pageable memory go up dense and are scattered
+ * on the device slab by slab (PYGPU_SCATTER_MIN bytes a call, but the
+ * last), on a stream of their own, as the staged upload queues their DMA:
+ * the device scatters them about as fast as they come up, so one after
+ * the other took twice as long as either.  Wide rows scatter many times
+ * faster than they come up, and wait for the whole upload
+ * (docs/performance.md#scatter-up). */
 typedef struct {
     ctx *c, gc;                 /* the caller's; the scatter's (its stream) */
     const pygpu_pair *p;
@@ -251,7 +243,7 @@ static pygpu_status scatter_queued(void *arg, size_t bytes)
 {
     scatter *sc = arg;
     ptrdiff_t to = (ptrdiff_t)bytes / sc->slab;
-    if (to < sc->p->shape[0] && (size_t)((to - sc->done) * sc->slab) < SCATTER_MIN)
+    if (to < sc->p->shape[0] && (size_t)((to - sc->done) * sc->slab) < PYGPU_SCATTER_MIN)
         return 0;
     return scatter_to(sc, to);
 }
@@ -351,13 +343,13 @@ static enum route route_up(ctx *c, const pygpu_pair *p, const geometry *g, ptrdi
     }
     /* A few wide rows straight between the layouts, unless the host side
      * is pageable: then the pipeline is faster. */
-    if (after < ROUTE_RUNTIME && g->calls <= MAX_DIRECT_CALLS && g->width >= WIDE_ROW && !stage)
+    if (after < ROUTE_RUNTIME && g->calls <= PYGPU_DIRECT_CALLS_MAX && g->width >= PYGPU_DIRECT_ROW_MIN && !stage)
         return *why = "a few rows of 512 B or more, page-locked or small", ROUTE_RUNTIME;
     /* Rows (or single elements) at a pitch: staged straight into them by
      * 2-D copies, no device-side pass. */
     if (after < ROUTE_STAGED_ROWS && stage && g->calls == 1 && g->hax == 0)
         return *why = "rows at one pitch, pageable", ROUTE_STAGED_ROWS;
-    if (after < ROUTE_SCATTER_AS_UP && stage && g->width >= NARROW_MIN && g->width < 64)
+    if (after < ROUTE_SCATTER_AS_UP && stage && g->width >= PYGPU_NARROW_MIN && g->width < PYGPU_NARROW_LIMIT)
         return *why = "rows of 4 to 63 B, pageable", ROUTE_SCATTER_AS_UP;
     return *why = "any other layout", ROUTE_SCATTER;
 }
@@ -413,42 +405,33 @@ pygpu_status cp_h2d(ctx *c, const pygpu_pair *p, const geometry *g, char *dst, c
     }
 }
 
-/* Narrow rows (4 to 63 bytes) going down into page-locked memory (get()'s
- * new arrays) are gathered on the device by 2-D copies, in pieces on a
- * stream of their own, and each piece goes down on c->s as soon as it is
- * gathered: the two run on different copy engines, and only the view's own
- * bytes cross the link.  Measured on an H100, every other element into
- * get()'s array, against the host-side gather of the bytes the view covers
- * (whose ceiling is 0.5 of the link): 4-byte elements 16 MiB 0.49 (0.32),
- * 64 MiB 0.56 (0.45), 256 MiB 0.61 (0.48); 8-byte elements 16 MiB 0.75
- * (0.33), 64 MiB 0.88 (0.43).  16 MiB gathered whole and then sent down:
- * 0.39.  Into pageable memory, each piece staged, this way lost at 64 MiB
- * (4-byte elements 21.3 GB/s against 24.3, 8-byte 22.1 against 24.9), so
- * there the host gathers.  The device gathers 4-byte rows at 34 GB/s,
- * 8-byte ones at 66, but 1- and 2-byte elements at 1.5 and 3 GB/s (the
- * host-side gather: 9-15 and 15-22), so rows of 1-3 bytes stay with the
- * host. */
-#define GATHER_MIN_BYTES ((size_t)1 << 20)
-#define GATHER_PIECE ((size_t)4 << 20)
-#define GATHER_PIECES 16
-
+/* Narrow rows going down into page-locked memory (get()'s new arrays) are
+ * gathered on the device by 2-D copies, in pieces on a stream of their
+ * own, and each piece goes down on c->s as soon as it is gathered: the two
+ * run on different copy engines, and only the view's own bytes cross the
+ * link.  Into pageable memory, each piece staged, this way lost, so there
+ * the host gathers; and rows narrower than PYGPU_NARROW_MIN stay with the
+ * host, which gathers them faster than the device
+ * (docs/performance.md#gather-down, docs/performance.md#narrow-rows). */
 static pygpu_status gather_down(ctx *c, const pygpu_pair *p, char *dst, const char *src, ptrdiff_t itemsize,
                                 temps *t, host_side *h)
 {
     ptrdiff_t ds[PYGPU_MAXDIMS], done = 0;
     size_t nbytes = (size_t)(pair_size(p) * itemsize);
-    /* A piece per MiB up to 4, then up to 16 of 4 MiB or more: each piece
-     * costs a few microseconds, and the last one's copy down is not
-     * overlapped (16 MiB: 4 pieces 0.51, 8 0.50, 16 0.43). */
-    ptrdiff_t pieces = (ptrdiff_t)(nbytes >> 20) < 4 ? (ptrdiff_t)(nbytes >> 20) : 4;
-    pygpu_event_t ev[GATHER_PIECES + 1] = {0};
+    /* A piece per PYGPU_GATHER_PIECE_MIN up to PYGPU_GATHER_FEW, then up to
+     * PYGPU_GATHER_PIECES of PYGPU_GATHER_PIECE or more: each piece costs a
+     * few microseconds, and the last one's copy down is not overlapped
+     * (docs/performance.md#gather-down). */
+    ptrdiff_t few = (ptrdiff_t)(nbytes / PYGPU_GATHER_PIECE_MIN);
+    ptrdiff_t pieces = few < PYGPU_GATHER_FEW ? few : PYGPU_GATHER_FEW;
+    pygpu_event_t ev[PYGPU_GATHER_PIECES + 1] = {0};
     pygpu_stream_t g = NULL;
     ctx gc = *c;
     pygpu_status r;
-    if ((ptrdiff_t)(nbytes / GATHER_PIECE) > pieces)
-        pieces = (ptrdiff_t)(nbytes / GATHER_PIECE);
-    if (pieces > GATHER_PIECES)
-        pieces = GATHER_PIECES;
+    if ((ptrdiff_t)(nbytes / PYGPU_GATHER_PIECE) > pieces)
+        pieces = (ptrdiff_t)(nbytes / PYGPU_GATHER_PIECE);
+    if (pieces > PYGPU_GATHER_PIECES)
+        pieces = PYGPU_GATHER_PIECES;
     if (pieces > p->shape[0])
         pieces = p->shape[0];
     if (pieces < 1)
@@ -541,20 +524,21 @@ static enum route route_down(ctx *c, const pygpu_pair *p, const geometry *g, ptr
             return *why = "dense on both sides, small, waited for", ROUTE_BOUNCE;
         return *why = "dense on the device", ROUTE_DMA;
     }
-    if (after < ROUTE_RUNTIME && g->calls <= MAX_DIRECT_CALLS && g->width >= WIDE_ROW && !host_stage(h))
+    if (after < ROUTE_RUNTIME && g->calls <= PYGPU_DIRECT_CALLS_MAX && g->width >= PYGPU_DIRECT_ROW_MIN &&
+        !host_stage(h))
         return *why = "a few rows of 512 B or more, page-locked or small", ROUTE_RUNTIME;
     view_facts_of(c, p, itemsize, f);
     /* Gathered on the device into a dense buffer, then down in one piece:
      * only the view's own bytes cross the link.  PyGPU's kernel gathers any
-     * rows at the device's speed; without it, the runtime moves rows of 64
-     * B or more well. */
+     * rows at the device's speed; without it, the runtime moves rows of
+     * PYGPU_NARROW_LIMIT bytes or more well. */
     if (after < ROUTE_GATHER && f->kernels)
         return *why = "PyGPU's kernels gather it", ROUTE_GATHER;
-    if (after < ROUTE_GATHER && f->gd.calls <= MAX_DIRECT_CALLS &&
-        (f->gd.width >= 64 || (size_t)(f->hi - f->lo) > 4 * h->nbytes))
+    if (after < ROUTE_GATHER && f->gd.calls <= PYGPU_DIRECT_CALLS_MAX &&
+        (f->gd.width >= PYGPU_NARROW_LIMIT || (size_t)(f->hi - f->lo) > PYGPU_SPARSE_RATIO * h->nbytes))
         return *why = "a few runtime copies gather it (rows of 64 B or more, or a sparse view)", ROUTE_GATHER;
-    if (after < ROUTE_GATHER_PIECES && f->gd.calls <= MAX_DIRECT_CALLS && f->gd.width >= NARROW_MIN &&
-        h->nbytes >= GATHER_MIN_BYTES && !host_stage(h))
+    if (after < ROUTE_GATHER_PIECES && f->gd.calls <= PYGPU_DIRECT_CALLS_MAX && f->gd.width >= PYGPU_NARROW_MIN &&
+        h->nbytes >= PYGPU_GATHER_MIN && !host_stage(h))
         return *why = "rows of 4 B or more, not staged", ROUTE_GATHER_PIECES;
     /* Narrow rows, not too sparse: the bytes the view covers come down in
      * windows through the pipeline while the workers gather each one. */

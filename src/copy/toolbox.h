@@ -15,8 +15,6 @@
 
 #include <stdio.h>
 
-#define MAX_DIRECT_CALLS 64     /* runtime calls worth issuing for one copy */
-
 /* One copy's context. */
 typedef struct {
     pygpu_stream_t s;

@@ -58,31 +58,32 @@ static size_t warming;          /* the size of the block the mover is asked to p
 static atomic_int in_flight;    /* tasks not yet reaped */
 static atomic_int reapable;
 
-/* The uploads' counters: BG_COUNTERS of them in one page-locked block,
- * made at the first upload; those free are on a stack (bg_mu).  Once a
- * wait has failed, host functions gate every upload after it. */
+/* The uploads' counters: PYGPU_BG_COUNTERS of them in one page-locked
+ * block, made at the first upload; those free are on a stack (bg_mu).
+ * Once a wait has failed, host functions gate every upload after it. */
+_Static_assert(PYGPU_BG_COUNTERS <= 32767, "counters_free numbers them in shorts");
 static uint32_t *counters;
-static short counters_free[BG_COUNTERS];
+static short counters_free[PYGPU_BG_COUNTERS];
 static int ncounters_free, counters_tried;
 static atomic_int waits_fail, writes_fail;
 
-/* The chunks of n elements, all of one size: BG_UP_CHUNK bytes (uploads)
- * or BG_DOWN_CHUNK (downloads), or a quarter of a smaller transfer, or a
- * BG_CHUNKS-th (BG_DOWN_CHUNKS-th) of a bigger one; a ring's (either
- * way): BG_RING_CHUNK bytes, or an eighth of a smaller one, or a
- * BG_RING_CHUNKS-th of a bigger one.  The stream has an
- * upload's data after the first chunk's copy and every chunk's DMA in
- * turn (each gate lets its DMA through some microseconds after the
- * mover's copy, which keeps up with the link), so the first copy is time
- * the background adds; above 8 MiB the copies into the block would not
- * use streaming stores; and each chunk costs the caller two calls on the
- * stream: chunks of 4 MiB arrived as fast as chunks of 8 and took the
- * caller twice as long (docs/performance.md). */
+/* The chunks of n elements, all of one size: PYGPU_BG_UP_CHUNK bytes
+ * (uploads) or PYGPU_BG_DOWN_CHUNK (downloads), or a
+ * PYGPU_BG_SMALL_CHUNKS-th of a smaller transfer, or a PYGPU_BG_CHUNKS-th
+ * (PYGPU_BG_DOWN_CHUNKS-th) of a bigger one; a ring's (either way):
+ * PYGPU_BG_RING_CHUNK bytes, or a smaller one cut to go round the ring
+ * PYGPU_BG_RING_LAPS times, or a PYGPU_BG_RING_CHUNKS-th of a bigger one.
+ * The stream has an upload's data after the first chunk's copy and every
+ * chunk's DMA in turn (each gate lets its DMA through some microseconds
+ * after the mover's copy, which keeps up with the link), so the first
+ * copy is time the background adds; and each chunk costs the caller two
+ * calls on the stream (docs/performance.md#background-chunks). */
 static void cut(task *t, ptrdiff_t n)
 {
-    ptrdiff_t most_chunks = t->ring ? BG_RING_CHUNKS : t->upload ? BG_CHUNKS : BG_DOWN_CHUNKS;
-    ptrdiff_t per = (t->ring ? BG_RING_CHUNK : t->upload ? BG_UP_CHUNK : BG_DOWN_CHUNK) / t->itemsize,
-              part = t->ring ? (n + 2 * BG_RING_SLOTS - 1) / (2 * BG_RING_SLOTS) : (n + 3) / 4,
+    ptrdiff_t most_chunks = t->ring ? PYGPU_BG_RING_CHUNKS : t->upload ? PYGPU_BG_CHUNKS : PYGPU_BG_DOWN_CHUNKS;
+    ptrdiff_t laps = PYGPU_BG_RING_LAPS * PYGPU_BG_RING_SLOTS;
+    ptrdiff_t per = (t->ring ? PYGPU_BG_RING_CHUNK : t->upload ? PYGPU_BG_UP_CHUNK : PYGPU_BG_DOWN_CHUNK) / t->itemsize,
+              part = t->ring ? (n + laps - 1) / laps : (n + PYGPU_BG_SMALL_CHUNKS - 1) / PYGPU_BG_SMALL_CHUNKS,
               most = (n + most_chunks - 1) / most_chunks;
     if (per > part)
         per = part;
@@ -129,11 +130,11 @@ static void warm_block(task *t, int *device)
 }
 
 /* Between two looks at something another thread (or the device) sets:
- * a short spin, then 20 us sleeps. */
+ * a short spin, then short naps (tuning.h). */
 void pygpu_bg_pause_after(int spins)
 {
-    if (spins > 64)
-        nanosleep(&(struct timespec){0, 20000}, NULL);
+    if (spins > PYGPU_BG_SPINS)
+        nanosleep(&(struct timespec){0, PYGPU_BG_NAP_NS}, NULL);
 }
 
 /* A background thread: its tasks in order.  A task taken is marked
@@ -250,7 +251,7 @@ static void warm_pool(size_t bytes)
 }
 
 /* A counter, at 0, or NULL where there is none (the device's wait failed
- * before, or BG_COUNTERS are in use, or no page-locked block could be
+ * before, or PYGPU_BG_COUNTERS are in use, or no page-locked block could be
  * had). */
 static uint32_t *counter_take(void)
 {
@@ -260,11 +261,11 @@ static uint32_t *counter_take(void)
     if (!counters && !counters_tried) {
         void *p = NULL;
         counters_tried = 1;
-        if (pygpu_rt_host_alloc(&p, BG_COUNTERS * sizeof *counters) == 0) {
+        if (pygpu_rt_host_alloc(&p, PYGPU_BG_COUNTERS * sizeof *counters) == 0) {
             counters = p;
-            for (int i = 0; i < BG_COUNTERS; i++)
-                counters_free[i] = (short)(BG_COUNTERS - 1 - i);
-            ncounters_free = BG_COUNTERS;
+            for (int i = 0; i < PYGPU_BG_COUNTERS; i++)
+                counters_free[i] = (short)(PYGPU_BG_COUNTERS - 1 - i);
+            ncounters_free = PYGPU_BG_COUNTERS;
         } else {
             (void)pygpu_rt_get_last_error();
         }
@@ -365,7 +366,7 @@ void pygpu_bg_task_free(task *t)
 {
     if (t->done)
         (void)pygpu_rt_event_destroy(t->done);
-    for (int k = 0; k < BG_RING_CHUNKS && t->ev[k]; k++)      /* (a download's) */
+    for (int k = 0; k < PYGPU_BG_RING_CHUNKS && t->ev[k]; k++)      /* (a download's) */
         (void)pygpu_rt_event_destroy(t->ev[k]);
     if (t->counter || t->sent) {
         pthread_mutex_lock(&bg_mu);
@@ -386,13 +387,13 @@ void pygpu_bg_task_free(task *t)
  * stream can write a counter too: its chunks are copied with plain stores
  * (they are over 8 MiB) into lines the DMA then reads out of the cache,
  * where a block as big as the upload is written with streaming stores
- * and read out of memory (docs/performance.md: background uploads).  A
+ * and read out of memory (docs/performance.md#background-rings).  A
  * download bigger than the last-level cache goes through a ring where the
  * stream can wait on a counter, so that its chunks land in lines the
  * cores have just read out of the block, still cached, and the block
  * stays small; and it is copied out with non-temporal stores, since its
  * destination's lines would only pass through the cache
- * (docs/performance.md: background downloads).  The caller tries the
+ * (docs/performance.md#background-rings).  The caller tries the
  * stream's wait (and write) before it takes a ring task. */
 task *pygpu_bg_task_new(int upload, char *host, const ptrdiff_t *strides, int nd, const ptrdiff_t *shape,
                       ptrdiff_t itemsize)
@@ -413,12 +414,12 @@ task *pygpu_bg_task_new(int upload, char *host, const ptrdiff_t *strides, int nd
     memcpy(t->strides, strides, (size_t)nd * sizeof *strides);
     size_t total = (size_t)(n * itemsize);
     t->land_stream = !upload && pygpu_down_stream(total);
-    int ring = upload ? total > (size_t)(BG_RING_SLOTS * BG_RING_CHUNK) && !atomic_load(&writes_fail)
+    int ring = upload ? total > (size_t)(PYGPU_BG_RING_SLOTS * PYGPU_BG_RING_CHUNK) && !atomic_load(&writes_fail)
                       : t->land_stream;
     if (upload || ring)
         t->counter = counter_take();
     if (ring && t->counter && (!upload || (t->sent = counter_take()) != NULL))
-        t->ring = BG_RING_SLOTS;
+        t->ring = PYGPU_BG_RING_SLOTS;
     cut(t, n);
     size_t bytes = (size_t)((t->ring ? t->ring * (t->start[1] - t->start[0]) : n) * itemsize);
     if (!(t->block = pygpu_pinned_take_cached(bytes))) {
@@ -461,12 +462,10 @@ static int over(task *t)
     return !t->done || !pygpu_rt_is_not_ready(pygpu_rt_event_query(t->done));
 }
 
-/* Tasks on the reap list not yet over that a reaper call looks past, at
- * most: the list is in the order the tasks were queued, which is the order
- * they end on one stream, so that a call's work stays bounded however
- * many uploads are in flight. */
-#define REAP_LOOK_PAST 8
-
+/* The list is in the order the tasks were queued, which is the order they
+ * end on one stream: a call looks past a few tasks not yet over
+ * (PYGPU_BG_REAP_LOOK_PAST), so that its work stays bounded however many
+ * uploads are in flight. */
 void pygpu_bg_reap(void (*release)(void *owner))
 {
     if (!atomic_load(&reapable))
@@ -474,7 +473,7 @@ void pygpu_bg_reap(void (*release)(void *owner))
     task *t = NULL, **to = &t, **at = &reap_list, *prev = NULL;
     int not_over = 0;
     pthread_mutex_lock(&bg_mu);
-    while (*at && not_over < REAP_LOOK_PAST) {
+    while (*at && not_over < PYGPU_BG_REAP_LOOK_PAST) {
         task *o = *at;
         if (over(o)) {
             *at = o->reap_next;             /* (out of the list, onto t's) */

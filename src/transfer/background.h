@@ -14,20 +14,17 @@
 
 #include "../backend/rt.h"
 #include "../shape.h"
-#include "../tuning.h"          /* (PYGPU_BG_MIN: uploads of fewer bytes are not worth a background task) */
+#include "../tuning.h"          /* (PYGPU_BG_*: the background's sizes and bounds) */
 
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define BG_CHUNKS 256           /* chunks of an upload, at most (each costs the caller two calls on the stream) */
-#define BG_UP_CHUNK ((ptrdiff_t)8 << 20)        /* bytes an upload's chunk, where there are 4 or more (see cut) */
-#define BG_DOWN_CHUNKS 32       /* chunks of a download into a whole block, at most (each has an event) */
-#define BG_DOWN_CHUNK ((ptrdiff_t)8 << 20)
-#define BG_RING_SLOTS 4         /* a ring's block: this many chunks */
-#define BG_RING_CHUNK ((ptrdiff_t)16 << 20)     /* bytes a ring's chunk, at most (see cut) */
-#define BG_RING_CHUNKS 128      /* chunks of a transfer through a ring, at most */
-#define BG_COUNTERS 1024        /* counters in use at once, at most (then host functions gate the uploads) */
+/* The task's arrays hold the chunks of any task (tuning.h: the bounds of
+ * an upload's, a download's, a ring's). */
+_Static_assert(PYGPU_BG_RING_CHUNKS <= PYGPU_BG_CHUNKS && PYGPU_BG_DOWN_CHUNKS <= PYGPU_BG_CHUNKS,
+               "start[] holds every task's chunks");
+_Static_assert(PYGPU_BG_DOWN_CHUNKS <= PYGPU_BG_RING_CHUNKS, "ev[] holds every download's chunks");
 
 typedef struct task task;
 
@@ -50,7 +47,7 @@ struct task {
     char *host;
     ptrdiff_t shape[PYGPU_MAXDIMS], strides[PYGPU_MAXDIMS], itemsize;
     int nd, nchunks;
-    ptrdiff_t start[BG_CHUNKS + 1];     /* chunk k: elements [start[k], start[k + 1]) */
+    ptrdiff_t start[PYGPU_BG_CHUNKS + 1];       /* chunk k: elements [start[k], start[k + 1]) */
     int copied;                 /* an upload's chunks in the block (the queue's lock) */
     int upload;
     uint32_t *counter;          /* an upload's chunks copied (a ring download's copied out), for the
@@ -58,7 +55,7 @@ struct task {
     uint32_t *sent;             /* a ring upload's DMAs over, written by the device */
     atomic_int abandon;         /* a ring upload's queuing failed: the mover stops at the next slot */
     pygpu_event_t done;         /* an upload's, after its last DMA; or NULL (then a host function ends it) */
-    gate_arg gate[BG_CHUNKS];
+    gate_arg gate[PYGPU_BG_CHUNKS];
     void *owner;
     size_t warm;                /* not an upload: page-lock a block of this size for the pool */
     /* A download: the event after each chunk's DMA, the chunks queued (the
@@ -68,7 +65,7 @@ struct task {
      * count (`counter`, chunks copied out) to reach k + 1 - ring; a ring
      * upload's, for the device's count (`sent`) to pass k + 1 - ring
      * before the mover copies chunk k. */
-    pygpu_event_t ev[BG_RING_CHUNKS];
+    pygpu_event_t ev[PYGPU_BG_RING_CHUNKS];
     atomic_int queued, queue_over;
     int device, landed, ring;   /* landed: the queue's lock */
     int land_stream;            /* a download's copy-out with non-temporal stores (past the cache) */

@@ -6,10 +6,10 @@
  * an event after it, then a host function that holds the stream until
  * the lander thread has copied every chunk out; the lander copies each
  * chunk out once its event has passed.  A download bigger than the
- * last-level cache goes through a ring of BG_RING_SLOTS chunks: chunk k's
- * DMA waits for the lander to have copied out chunk k - BG_RING_SLOTS (a
- * gate on host work, as an upload's), so that it lands in lines still
- * cached, and the block is small.
+ * last-level cache goes through a ring of PYGPU_BG_RING_SLOTS chunks
+ * (tuning.h): chunk k's DMA waits for the lander to have copied out chunk
+ * k - PYGPU_BG_RING_SLOTS (a gate on host work, as an upload's), so that
+ * it lands in lines still cached, and the block is small.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "background_down.h"

@@ -15,9 +15,9 @@
  * after it, then a host function that holds the stream until the lander
  * thread has copied every chunk out (each as soon as its event has
  * passed), and returns.  A download bigger than the last-level cache goes
- * through a block of four chunks, each DMA behind a gate (the stream's
- * wait on a counter) that opens once the lander has copied out the chunk
- * that slot held.  Work queued on the stream afterwards, and its
+ * through a block of PYGPU_BG_RING_SLOTS chunks (tuning.h), each DMA
+ * behind a gate (the stream's wait on a counter) that opens once the
+ * lander has copied out the chunk that slot held.  Work queued on the stream afterwards, and its
  * synchronization, see the host memory written.  `owner` (a PyObject
  * holding the host memory, with a reference the task takes over) is
  * handed to the reaper once the task is over.  *taken = 0 when the

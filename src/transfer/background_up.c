@@ -15,12 +15,13 @@
  * the block and the counter and releases the owner once the stream has
  * passed that event and the mover is done with the task.
  *
- * An upload bigger than a ring (BG_RING_SLOTS chunks of BG_RING_CHUNK)
- * goes through one where the stream can both wait on a counter and write
- * one: the device writes the task's `sent` counter after each chunk's
- * DMA, and the mover copies chunk k into its slot once the DMA of chunk k
- * - BG_RING_SLOTS is over, so that the DMA reads lines the cores have
- * just written, still cached, and the block is small.
+ * An upload bigger than a ring (PYGPU_BG_RING_SLOTS chunks of
+ * PYGPU_BG_RING_CHUNK, tuning.h) goes through one where the stream can
+ * both wait on a counter and write one: the device writes the task's
+ * `sent` counter after each chunk's DMA, and the mover copies chunk k into
+ * its slot once the DMA of chunk k - PYGPU_BG_RING_SLOTS is over, so that
+ * the DMA reads lines the cores have just written, still cached, and the
+ * block is small.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "background_up.h"

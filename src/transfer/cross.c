@@ -6,6 +6,7 @@
 #include "cross.h"
 #include "pinned_pool.h"
 #include "settings.h"
+#include "../tuning.h"
 
 /* The failing call is named once, by the first failure. */
 static pygpu_status blame(pygpu_staging_ctx *c, pygpu_status r, const char *call)
@@ -26,22 +27,22 @@ pygpu_status pygpu_staged_cross(pygpu_staging_ctx *c, char *dst, int ddev, const
 {
     pygpu_transfer_config cfg;
     pygpu_transfer_config_get(&cfg);
-    /* Chunks of a sixteenth of the copy (1 MiB at least) keep both legs
-     * busy from the start, up to the pipeline's chunk size (two H200s, 16
-     * MiB: eighths 0.74 of the slower host link, sixteenths 0.78, 32nds 0.69). */
-    size_t chunk = n / 16 < ((size_t)1 << 20) ? ((size_t)1 << 20) : n / 16;
+    /* Chunks of a PYGPU_CROSS_PARTS-th of the copy (PYGPU_CROSS_CHUNK_MIN
+     * at least) keep both legs busy from the start, up to the pipeline's
+     * chunk size (docs/performance.md#between-devices). */
+    size_t chunk = n / PYGPU_CROSS_PARTS < PYGPU_CROSS_CHUNK_MIN ? PYGPU_CROSS_CHUNK_MIN : n / PYGPU_CROSS_PARTS;
     if (chunk > cfg.chunk)
         chunk = cfg.chunk;
     if (chunk > n)
         chunk = n;
     int nbuf = 0, want = (int)((n + chunk - 1) / chunk);
-    void *buf[16];
-    pygpu_event_t down[16] = {0}, up[16] = {0};
+    void *buf[PYGPU_MAX_DEPTH];
+    pygpu_event_t down[PYGPU_MAX_DEPTH] = {0}, up[PYGPU_MAX_DEPTH] = {0};
     pygpu_status r = 0;
     if (want > cfg.depth)
         want = cfg.depth;
-    if (want > 16)
-        want = 16;
+    if (want > PYGPU_MAX_DEPTH)
+        want = PYGPU_MAX_DEPTH;
     *staged = 0;
     while (nbuf < want && (buf[nbuf] = pygpu_pinned_take(chunk)) != NULL)
         nbuf++;

@@ -67,16 +67,18 @@ static ptrdiff_t layout_size(const pygpu_host_layout *h)
 }
 
 /* Bytes per chunk for a transfer of `total` bytes: small transfers use
- * smaller chunks so that several overlap (2 * depth of them), though none
- * smaller than a quarter of the transfer, up to PYGPU_MID_WINDOW, nor
- * than PYGPU_MIN_WINDOW: each DMA call costs the link a few microseconds,
+ * smaller chunks so that several overlap (PYGPU_WINDOWS_PER_BUFFER * depth
+ * of them), though none smaller than a PYGPU_MID_WINDOW_SHARE-th of the
+ * transfer (a quarter), up to PYGPU_MID_WINDOW, nor than
+ * PYGPU_MIN_WINDOW: each DMA call costs the link a few microseconds,
  * which at 2-3 MiB outweighs the overlap of eight windows, and each window
  * a download's copy-out some microseconds of waiting and handing out
  * (docs/performance.md#mid-size-windows). */
 static size_t chunk_bytes(const pygpu_transfer_config *cfg, size_t total)
 {
-    size_t want = total / (size_t)(2 * cfg->depth), floor = PYGPU_MIN_WINDOW;
-    size_t quarter = total / 4 < PYGPU_MID_WINDOW ? total / 4 : PYGPU_MID_WINDOW;
+    size_t want = total / (size_t)(PYGPU_WINDOWS_PER_BUFFER * cfg->depth), floor = PYGPU_MIN_WINDOW;
+    size_t share = total / PYGPU_MID_WINDOW_SHARE;
+    size_t quarter = share < PYGPU_MID_WINDOW ? share : PYGPU_MID_WINDOW;
     if (want < quarter)
         want = quarter;
     if (want < floor)
@@ -521,11 +523,11 @@ static pygpu_status d2h_whole(pygpu_staging_ctx *c, pygpu_host_layout h, const c
         r = queue_windows(c, win, nwin, nwin, &queued, dev, h.itemsize);
     if (fresh && r == 0)
         pygpu_parallel_prefault(h.ptr, total, cfg->threads);
-    /* Else queued two windows ahead at first, then more while the workers
-     * copy each window out (queuing them all before the first copy-out
+    /* Else queued PYGPU_WHOLE_AHEAD_FIRST windows ahead at first, then
+     * PYGPU_WHOLE_AHEAD while the workers copy each window out (queuing them all before the first copy-out
      * held it back: docs/performance.md#whole-buffers). */
     for (k = 0; r == 0 && k < nwin; k++) {
-        if ((r = queue_windows(c, win, nwin, k + 2, &queued, dev, h.itemsize)) != 0)
+        if ((r = queue_windows(c, win, nwin, k + PYGPU_WHOLE_AHEAD_FIRST, &queued, dev, h.itemsize)) != 0)
             break;
         if ((r = pygpu_rt_event_synchronize(c->lane->whole[k])) != 0) {
             c->call = "EventSynchronize";
@@ -537,7 +539,7 @@ static pygpu_status d2h_whole(pygpu_staging_ctx *c, pygpu_host_layout h, const c
         pygpu_range_job j = {{h.ptr, h.strides, 0}, {win[k].at, NULL, 0}, h.shape, h.nd, h.itemsize, win[k].e, win[k].cnt,
                        out_stream, 0};
         pygpu_job p = pygpu_range_start(&j, cfg->threads);
-        r = queue_windows(c, win, nwin, k + 4, &queued, dev, h.itemsize);
+        r = queue_windows(c, win, nwin, k + PYGPU_WHOLE_AHEAD, &queued, dev, h.itemsize);
         pygpu_job_join(&p);
         PYGPU_TRACE('c', k, (size_t)(win[k].cnt * h.itemsize));
     }
