@@ -35,6 +35,54 @@ def test_main_job(run_python):
     assert all(float(x) > 0 for r in rows for x in r.split())
 
 
+PEER_LINE = re.compile(r"^  (\d+) -> (\d+): (can|cannot) access, rank (\d+|-), (peer|staged): (\S.*)$", re.M)
+
+
+def test_main_peers_section(capsys):
+    """With two or more devices the job has a line for each ordered pair:
+    whether they reach each other, the link's rank, how copies go and why,
+    as the API says it."""
+    from pygpu import __main__ as job
+    n = pygpu.device_count()
+    if n < 2:
+        pytest.skip("needs two devices (the host backend presents two in the suite)")
+    assert job.main(["--no-bench"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^peers \(src -> dst: .*\):$", out, re.M), out
+    pairs = PEER_LINE.findall(out)
+    assert [(int(s), int(d)) for s, d, *_ in pairs] == [(s, d) for s in range(n) for d in range(n) if s != d]
+    for src, dst, can, rank, route, why in pairs:
+        src, dst = int(src), int(dst)
+        assert (can == "can") == pygpu.can_access_peer(src, dst)
+        assert (route, why) == pygpu.Device(dst).peer_route(src)
+        if rank != "-":
+            assert int(rank) == pygpu.Device(src).p2p_rank(dst)
+    if pygpu.backend == "host" and os.environ.get("PYGPU_HOST_PEER", "1").strip() == "1":
+        assert all(p[2:5] == ("can", "0", "peer") for p in pairs), out
+
+
+@pytest.mark.skipif(pygpu.backend != "host", reason="the host backend's settings make these machines")
+@pytest.mark.parametrize("devices, peer", [(2, "0"), (3, "2"), (1, "1")])
+def test_main_peers_section_says_staged_and_why(run_python, devices, peer):
+    """Devices that refuse peer access show as staged, with the reason; a
+    driver that loses peer copies too (PYGPU_HOST_PEER=2: access granted,
+    the check copy lands nothing); one device prints no peers section."""
+    r = run_python("import sys; from pygpu.__main__ import main; sys.exit(main(['--no-bench']))",
+                   env={"PYGPU_BACKEND": "host", "PYGPU_HOST_DEVICES": devices, "PYGPU_HOST_PEER": peer})
+    out = r.stdout
+    pairs = PEER_LINE.findall(out)
+    if devices == 1:
+        assert "peers" not in out and not pairs, out
+        return
+    assert len(pairs) == devices * (devices - 1), out
+    for _, _, can, rank, route, why in pairs:
+        assert route == "staged", out
+        if peer == "0":
+            assert (can, rank, why) == ("cannot", "-", "the runtime refuses peer access between the two devices")
+        else:
+            assert (can, rank) == ("can", "0") and "wrote nothing" in why, out
+
+
 @pytest.mark.parametrize("module", ["pygpu", "pygpu.bench"])
 def test_help_is_whole(module):
     """--help shows the module's whole docstring (it once stopped at the end
