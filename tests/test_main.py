@@ -207,3 +207,69 @@ def test_scale_devices_at_once_runs_each_thread_on_its_own_device():
         assert all(r[2] > 0 and r[3] > 0 for r in rows)
     text = bench_scale.at_once_table(res, 1 << 16)
     assert text.count("to_gpu ") == pygpu.device_count() and text.count("get(ary) ") == pygpu.device_count()
+
+
+def _devices_rows(text):
+    """{row: [cells]} of the table of python -m pygpu.bench --devices."""
+    from pygpu import bench
+    rows = {}
+    for line in text.splitlines():
+        name = next((r for r in bench.DEVICE_ROWS if line.startswith(r + " ")), None)
+        if name:
+            rows[name] = re.findall(r"\d+\.\d(?: \(\d\.\d\d\)|  WRONG)?|n/a", line[len(name):])
+    return rows
+
+
+def test_bench_devices_table(capsys):
+    """python -m pygpu.bench --devices: every row PyGPU runs here, at every
+    size, checked bit for bit (no WRONG), with its ratio: dense copies and
+    strided views to the peer ceiling, staged to the slower host link."""
+    from pygpu import bench
+    if pygpu.device_count() < 2:
+        pytest.skip("needs two devices (the host backend presents two in the suite)")
+    sizes = ["64K", "1M"] if pygpu.backend == "host" else ["1M", "16M"]
+    assert bench.main(["--devices", "--budget", "0.01", "--sizes", *sizes]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^device 0 -> device 1 \(.*\): copies go (peer|staged) \(.+\); the runtime's rank", out, re.M)
+    rows = _devices_rows(out)
+    ours = [r for r in bench.DEVICE_ROWS if not r.startswith(("cupy", "torch"))]
+    assert set(ours) <= set(rows), out
+    for name in ours:
+        cells = rows[name]
+        assert len(cells) == len(sizes) and not any("WRONG" in c for c in cells), (name, out)
+        kind = bench.DEVICE_ROWS[name]
+        assert all(("(" in c) == (kind not in ("ceiling", "link")) for c in cells), (name, out)
+    assert "WRONG" not in out
+
+
+@pytest.mark.skipif(pygpu.backend != "host", reason="the host backend's settings make these machines")
+@pytest.mark.parametrize("peer", ["0", "2"])
+def test_bench_devices_where_peers_fail(run_python, peer):
+    """Devices that refuse peer access (0), or whose peer copies of pool
+    memory land nothing (2): PyGPU's rows stage and land (exit 0); the raw
+    MemcpyPeer rows on pool memory that lose their bytes read WRONG."""
+    r = run_python("import sys; from pygpu import bench; "
+                   "sys.exit(bench.main(['--devices', '--budget', '0.01', '--sizes', '256K']))",
+                   env={"PYGPU_BACKEND": "host", "PYGPU_HOST_DEVICES": 2, "PYGPU_HOST_PEER": peer})
+    out = r.stdout
+    assert "copies go staged" in out, out
+    rows = _devices_rows(out)
+    wrong = {name for name, cells in rows.items() if any("WRONG" in c for c in cells)}
+    assert wrong == ({"MemcpyPeer, peer on", "memcpy_peer(b.ptr, a.ptr)"} if peer == "2" else set()), out
+    assert all(len(cells) == 1 for cells in rows.values()) and "pygpu staged" in rows, out
+
+
+def test_bench_devices_wrong_copy_fails(monkeypatch, capsys):
+    """A PyGPU copy that does not land bit for bit reads WRONG in its cells,
+    is named below the table, and python -m pygpu.bench --devices exits 1."""
+    from pygpu import bench
+    if pygpu.device_count() < 2:
+        pytest.skip("needs two devices (the host backend presents two in the suite)")
+    real = bench._same
+    monkeypatch.setattr(bench, "_same", lambda got, want: real(got, want) and got.shape != (8192,))
+    assert bench.main(["--devices", "--budget", "0.005", "--sizes", "64K"]) == 1
+    out = capsys.readouterr().out
+    rows = _devices_rows(out)
+    assert rows["pygpu x[::2] (1-d)"][0].endswith("  WRONG"), out
+    assert not any("WRONG" in c for name, cells in rows.items() if name != "pygpu x[::2] (1-d)" for c in cells), out
+    assert re.search(r"^WRONG, the copy did not land bit for bit: pygpu x\[::2\] \(1-d\) at 64 KiB$", out, re.M), out
