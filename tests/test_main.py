@@ -1,11 +1,14 @@
-"""`python -m pygpu`, the main job: it runs, reports the backend and devices,
-passes its round trip, and prints the throughput table."""
+"""`python -m pygpu`, the main job: it runs, reports the backend and devices
+(and with two or more, how each pair reaches the other), passes its round
+trip, and prints the throughput table; and python -m pygpu.bench's tables
+(its ceiling, --scale's threads, --devices)."""
 import importlib
 import os
 import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import pygpu
@@ -273,3 +276,61 @@ def test_bench_devices_wrong_copy_fails(monkeypatch, capsys):
     assert rows["pygpu x[::2] (1-d)"][0].endswith("  WRONG"), out
     assert not any("WRONG" in c for name, cells in rows.items() if name != "pygpu x[::2] (1-d)" for c in cells), out
     assert re.search(r"^WRONG, the copy did not land bit for bit: pygpu x\[::2\] \(1-d\) at 64 KiB$", out, re.M), out
+
+
+class _FakeCuda:
+    """cupy.cuda / torch.cuda for the peers' rows of bench --devices on the
+    host backend: devices as context managers that synchronize."""
+
+    class Device:
+        def __init__(self, k):
+            self.k = k
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def synchronize(self):
+            pass
+
+    @staticmethod
+    def synchronize(device=None):
+        pass
+
+
+class _RefusingArray(np.ndarray):
+    """A NumPy array that, as CuPy between devices, refuses to copy a view
+    that is neither C- nor F-contiguous."""
+
+    def copy(self, order="C"):
+        if not (self.flags.c_contiguous or self.flags.f_contiguous):
+            raise NotImplementedError("cannot copy a non-contiguous array between devices")
+        return super().copy(order)
+
+
+def test_bench_devices_peer_rows(monkeypatch, capsys):
+    """The rows of CuPy and PyTorch (faked here with NumPy): measured where
+    the library copies, n/a with its reason below the table where it
+    refuses, never checked; PyGPU's rows are unchanged by them."""
+    import types
+    from pygpu import bench
+    if pygpu.device_count() < 2:
+        pytest.skip("needs two devices (the host backend presents two in the suite)")
+    fake_cp = types.SimpleNamespace(cuda=_FakeCuda)
+    fake_torch = types.SimpleNamespace(cuda=_FakeCuda)
+    monkeypatch.setattr(bench.DeviceSource, "cupy", lambda self: (fake_cp, self.host.copy().view(_RefusingArray)))
+    monkeypatch.setattr(bench.DeviceSource, "torch",
+                        lambda self: (fake_torch, types.SimpleNamespace(to=lambda dev: self.host.copy())))
+    results = bench.measure_devices([64 << 10], budget=0.005)
+    text = bench.devices_table(results, [64 << 10])
+    rows = _devices_rows(text)
+    assert set(bench.DEVICE_ROWS) == set(rows), text
+    assert rows["cupy x[::2] (1-d)"] == ["n/a"] and rows["cupy x[:, ::-1]"] == ["n/a"], text
+    assert re.match(r"\d+\.\d \(\d\.\d\d\)$", rows["cupy x.T (to C)"][0]), text
+    assert re.match(r"\d+\.\d \(\d\.\d\d\)$", rows["torch t.to('cuda:1')"][0]), text
+    assert re.search(r"^n/a: the library refuses the copy:\n  cupy x\[::2\] \(1-d\): NotImplementedError: cannot",
+                     text, re.M), text
+    assert all(results[r][64 << 10][2] is None for r in rows if bench.other_library(r) and rows[r] != ["n/a"])
+    assert not bench.devices_wrong(results)
