@@ -1,5 +1,6 @@
 """`python -m pygpu`: what PyGPU sees here (the backend, what the build did
-with each, the devices), a round-trip check, and a short throughput table.
+with each, the devices and, with two or more, how each pair reaches the
+other), a round-trip check, and a short throughput table.
 
     python -m pygpu            all of it
     python -m pygpu --no-bench without the throughput table
@@ -59,6 +60,31 @@ def describe_devices():
         cc = ".".join(map(str, d.compute_capability))
         print(f"  [{i}] {d.name}: compute capability {cc}, {d.multiprocessor_count} multiprocessors, "
               f"{gib(total)} ({gib(free)} free), PCI {d.pci_bus_id}, uuid {d.uuid}")
+
+
+def describe_peers():
+    """Lines on each ordered pair of devices, src -> dst: whether src can
+    address dst's memory, the runtime's performance rank of the link, and
+    how copies from src to dst go (Device(dst).peer_route(src), which
+    enables peer access as a first copy would), with its reason; none with
+    one device."""
+    n = pygpu.device_count()
+    if n < 2:
+        return []
+    lines = ["peers (src -> dst: can src address dst's memory, the runtime's rank of the link, "
+             "lower is faster; how copies go, and why):"]
+    for src in range(n):
+        for dst in range(n):
+            if src == dst:
+                continue
+            can = pygpu.can_access_peer(src, dst)
+            try:
+                rank = str(pygpu.Device(src).p2p_rank(dst))
+            except pygpu.GPUError:
+                rank = "-"              # (the runtime ranks no link it refuses: the host backend's)
+            route, why = pygpu.Device(dst).peer_route(src)
+            lines.append(f"  {src} -> {dst}: {'can' if can else 'cannot'} access, rank {rank}, {route}: {why}")
+    return lines
 
 
 def round_trip(nbytes=8 * MiB):
@@ -148,6 +174,8 @@ def main(argv=None):
         print(f"runtime version {pygpu.runtime_version()}, driver version {pygpu.driver_version()}")
     try:
         describe_devices()
+        for line in describe_peers():
+            print(line)
     except pygpu.GPUError as e:
         print(f"no usable device: {e}")
         print(f"device copies (layout copies, casts, fills), once a device is there: PyGPU's kernels, "

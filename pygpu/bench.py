@@ -18,6 +18,18 @@ benchmarks/test_device_copies.py.  Each transfer case is a function of no
 arguments doing one whole transfer (returning when the data is there);
 GB/s counts the bytes the array holds.
 
+Between devices (--devices: device 0 -> device 1 at 1 MiB, 16 MiB, 256 MiB
+and 1 GiB, or --sizes; smaller on the host backend): the runtime's
+MemcpyPeer with peer access (the ceiling) and without, PyGPU's
+copy(device=1), b[...] = a, memcpy_peer on PyGPU arrays' pointers and the
+staged copy (transfer_config(peer=False)), CuPy's and PyTorch's copies,
+strided views (x[::2], x[:, ::-1], x.T) of a source of each size, for
+PyGPU and CuPy, and the two pinned host links (the staged path's ceiling).
+Every PyGPU copy is checked bit for bit once per case, outside the timing
+(WRONG, and exit status 1, where one does not land).  Ratios: dense copies
+and strided views (their bytes) to the ceiling, staged to the slower link.
+benchmarks/test_devices.py runs the same cases under pytest-benchmark.
+
 The hand-off section (--handoff, and benchmarks/test_interop.py) times
 what giving an array to another library costs, per call: from_dlpack and
 asarray of a torch tensor, torch.from_dlpack and torch.as_tensor of ours,
@@ -26,6 +38,7 @@ DLPack C exchange (a managed tensor out and its deleter; a DLTensor view)
 timed in C by pygpu._exchange_timing, for our arrays and torch's.
 """
 import argparse
+import contextlib
 import ctypes
 import ctypes.util
 import importlib
@@ -462,112 +475,360 @@ def copies_table(results):
 
 # ---- between two devices --------------------------------------------------------
 
-def device_cases(nbytes):
-    """{name: setup} for copies from device 0 to device 1.  Raw cases use
-    the runtime's MemcpyPeer on two allocations; host links are raw pinned
-    copies to device 1 and from device 0 (the staged path's two legs)."""
-    raw = RawCuda()
+DEVICE_SIZES = [1 * MiB, 16 * MiB, 256 * MiB, 1 * GiB]
+# The host backend's devices are host memory and every copy a memcpy: the
+# same table, at sizes that take milliseconds.
+HOST_DEVICE_SIZES = [64 * KiB, 256 * KiB, 1 * MiB, 4 * MiB]
 
-    def alloc(dev, n):
-        with pygpu.Device(dev):
-            return pygpu.mem_alloc(n)
+# The rows of --devices, device 0 -> device 1, in the table's order, and
+# what each is compared with: "ceiling" the runtime's MemcpyPeer with peer
+# access (on both contexts and both pools); "dense" copies, to the ceiling;
+# "staged" (through pinned host buffers), to the slower of the two pinned
+# host links ("link", raw copies, its own ceiling); "strided" views of a
+# source of the column's size, counting the view's bytes, to the ceiling.
+DEVICE_ROWS = {
+    "MemcpyPeer, peer on": "ceiling",
+    "MemcpyPeer, peer off": "dense",
+    "pygpu copy(device=1)": "dense",
+    "pygpu b[...] = a": "dense",
+    "memcpy_peer(b.ptr, a.ptr)": "dense",
+    "cupy x.copy() on 1": "dense",
+    "torch t.to('cuda:1')": "dense",
+    "pygpu staged": "staged",
+    "H2D pinned to 1": "link",
+    "D2H pinned from 0": "link",
+    "pygpu x[::2] (1-d)": "strided",
+    "cupy x[::2] (1-d)": "strided",
+    "pygpu x[:, ::-1]": "strided",
+    "cupy x[:, ::-1]": "strided",
+    "pygpu x.T (to C)": "strided",
+    "cupy x.T (to C)": "strided",
+}
 
-    def peer_raw(enabled):
+# Each strided case: the view of the source (a uint32 array, 1-d or 2-d),
+# and PyGPU's spelling of its copy to device 1 (CuPy's is v.copy() with
+# device 1 current: C order).
+STRIDED = {
+    "x[::2] (1-d)": (1, lambda x: x[::2], lambda v: v.copy(device=1)),
+    "x[:, ::-1]": (2, lambda x: x[:, ::-1], lambda v: v.copy(device=1)),
+    "x.T (to C)": (2, lambda x: x.T, lambda v: v.copy(order="C", device=1)),
+}
+
+
+class DeviceSource:
+    """The data the cases of one size copy: `nbytes` random bytes on the
+    host and on device 0 (words() gives them as uint32, 1-d or 2-d and
+    square-ish, for the strided views).  CuPy's and PyTorch's copies are
+    made on first use (cupy(), torch()); None where the library is not
+    usable here."""
+
+    def __init__(self, nbytes):
+        self.nbytes, self.nwords = nbytes, nbytes // 4
+        self.rows = 1 << (max(self.nwords, 1).bit_length() - 1) // 2
+        self.cols = self.nwords // self.rows
+        self.host = self._base = np.frombuffer(np.random.default_rng(nbytes).bytes(nbytes), np.uint8)
+        self._k = 0
+        with pygpu.Device(0):
+            self.dev = pygpu.to_gpu(self.host)
+        self._libs = {}
+
+    def words(self, dims, x=None):
+        """x (a NumPy, PyGPU or CuPy array of the source's bytes; the host
+        source by default) as uint32: 1-d, or 2-d of rows x cols."""
+        flat = (self.host if x is None else x)[:4 * self.nwords].view(np.uint32)
+        return flat if dims == 1 else flat[:self.rows * self.cols].reshape(self.rows, self.cols)
+
+    def vary(self, on=True):
+        """Give the source (on the host and on device 0) bytes that no copy
+        wrote before, its first bytes xor a number new at each call, or
+        (on=False) its first bytes again: a check copy of them shows a copy
+        that lands nothing, even where its destination comes from a pool
+        block that held an earlier result."""
+        self._k = self._k % 255 + 1
+        self.host = np.bitwise_xor(self._base, np.uint8(self._k)) if on else self._base
+        self.dev.set(self.host)
+        pygpu.Device(0).synchronize()
+
+    def _lib(self, name, make):
+        if name not in self._libs:
+            self._libs[name] = None
+            mod = _import(name) if pygpu.backend == "cuda" else None
+            if mod is not None:
+                try:
+                    self._libs[name] = (mod, make(mod))
+                except Exception:  # noqa: BLE001 - not usable here (no CUDA build, no device)
+                    pass
+        return self._libs[name]
+
+    def cupy(self):
+        """(cupy, the source on device 0 as a uint8 cupy array), or None."""
+        def make(cp):
+            with cp.cuda.Device(0):
+                return cp.asarray(self.host)
+        return self._lib("cupy", make)
+
+    def torch(self):
+        """(torch, the source on cuda:0 as a uint8 tensor), or None."""
+        def make(torch):
+            return torch.from_numpy(self.host.copy()).to("cuda:0")
+        return self._lib("torch", make)
+
+
+def _same(got, want):
+    """True if GPUArray `got` holds exactly NumPy's `want` (shape and bytes)."""
+    host = got.get()
+    return host.shape == want.shape and host.dtype == want.dtype and bool(np.array_equal(host, want))
+
+
+def _peer_access(on):
+    """Turn peer access between devices 0 and 1 on or off (both ways, the
+    pools' grants included) where the hardware allows it."""
+    if pygpu.can_access_peer(0, 1) and pygpu.can_access_peer(1, 0):
+        for a, b in ((0, 1), (1, 0)):
+            (pygpu.Device(a).enable_peer_access if on else pygpu.Device(a).disable_peer_access)(b)
+
+
+def device_cases(src, peers=("cupy", "torch")):
+    """{row: setup} for copies from device 0 to device 1 of the data in
+    `src` (a DeviceSource), the rows of DEVICE_ROWS that run here.  setup()
+    returns (fn, keep, verify): fn does one whole copy (returning when the
+    data is there); verify() does one more, of new bytes, and says whether
+    it landed bit for bit (None for other libraries: not checked).  The raw
+    cases use the runtime's MemcpyPeer, on two allocations for the ceiling
+    and on PyGPU's arrays for memcpy_peer(b.ptr, a.ptr); the host links are
+    raw pinned copies to device 1 and from device 0 (the staged path's two
+    legs)."""
+    n, a, raw = src.nbytes, src.dev, RawCuda()
+
+    def checked(fn, read, expect):
+        """verify() for a PyGPU copy: fn() of new bytes (src.vary()), the
+        result read(fn's return) against expect(the host source)."""
+        def verify():
+            src.vary()
+            try:
+                return _same(read(fn()), expect(src.host))
+            finally:
+                src.vary(on=False)
+        return verify
+
+    def peer_raw(on):
         def setup():
-            src, dst = alloc(0, nbytes), alloc(1, nbytes)
-            can = pygpu.can_access_peer(0, 1) and pygpu.can_access_peer(1, 0)
-            for a, b in ((0, 1), (1, 0)):
-                if can:
-                    (pygpu.Device(a).enable_peer_access if enabled else pygpu.Device(a).disable_peer_access)(b)
-            return (lambda: pygpu.memcpy_peer(dst, src, nbytes, 1, 0)), (src, dst)
+            with pygpu.Device(0):
+                s = pygpu.to_gpu(src.host)
+            with pygpu.Device(1):
+                d = pygpu.empty(n, np.uint8)
+            _peer_access(on)
+
+            def run():
+                pygpu.memcpy_peer(d.ptr, s.ptr, n, 1, 0)
+
+            def verify():
+                d.fill(0)
+                run()
+                return _same(d, src.host)
+            return run, (s, d), verify
         return setup
 
-    def copy(peer, shape=(nbytes,), key=slice(None)):
+    def pygpu_copy(fn, expect, peer=True):
         def setup():
             pygpu.transfer_config(peer=peer)
-            a = pygpu.to_gpu(np.ones(shape, np.uint8))
-            v = a[key]
-            return (lambda: v.copy(device=1)), a
+            return fn, None, checked(fn, lambda r: r, expect)
         return setup
+
+    def into_b(copy):
+        def setup():
+            with pygpu.Device(1):
+                b = pygpu.empty(n, np.uint8)
+
+            def run():
+                copy(b)
+            return run, b, checked(run, lambda _: b, lambda h: h)
+        return setup
+
+    def assign(b):
+        b[...] = a
+
+    def pointers(b):
+        pygpu.memcpy_peer(b.ptr, a.ptr, n, 1, 0)
 
     def link(direction):
         dev = pygpu.Device(1 if direction == "H2D" else 0)
 
         def setup():
             with dev:
-                fn, keep = raw.case(direction, nbytes)
+                if raw.available():
+                    fn, keep = raw.case(direction, n)
+                else:
+                    host, d = pinned_array(n), pygpu.mem_alloc(n)
+                    fn, keep = ((lambda: pygpu.memcpy_htod(d, host)) if direction == "H2D"
+                                else (lambda: pygpu.memcpy_dtoh(host, d))), (host, d)
 
             def run():
                 with dev:
                     fn()
-            return run, keep
+            return run, keep, None
         return setup
 
-    def assign():
-        a = pygpu.to_gpu(np.ones(nbytes, np.uint8))
-        with pygpu.Device(1):
-            b = pygpu.empty(nbytes, np.uint8)
-
-        def run():
-            b[...] = a
-        return run, (a, b)
-
-    rows = strided_rows(2 * nbytes)
     cases = {
         "MemcpyPeer, peer on": peer_raw(True),
         "MemcpyPeer, peer off": peer_raw(False),
-        "copy(device=1)": copy(True),
-        "b[...] = a": assign,
-        "copy(device=1) staged": copy(False),
-        "rows[::2] copy": copy(True, rows, slice(None, None, 2)),
+        "pygpu copy(device=1)": pygpu_copy(lambda: a.copy(device=1), lambda h: h),
+        "pygpu b[...] = a": into_b(assign),
+        "memcpy_peer(b.ptr, a.ptr)": into_b(pointers),
+        "pygpu staged": pygpu_copy(lambda: a.copy(device=1), lambda h: h, peer=False),
+        "H2D pinned to 1": link("H2D"),
+        "D2H pinned from 0": link("D2H"),
     }
-    if raw.available():
-        cases["H2D pinned to 1"] = link("H2D")
-        cases["D2H pinned from 0"] = link("D2H")
+    for name, (dims, view, spell) in STRIDED.items():
+        v = view(src.words(dims, a))
+        cases[f"pygpu {name}"] = pygpu_copy(lambda v=v, spell=spell: spell(v),
+                                            lambda h, dims=dims, view=view: view(src.words(dims, h)))
+    if "cupy" in peers and src.cupy():
+        cases.update(_cupy_device_cases(src))
+    if "torch" in peers and src.torch():
+        torch, t = src.torch()
+        cases["torch t.to('cuda:1')"] = lambda: ((lambda: (t.to("cuda:1"), torch.cuda.synchronize(1))), None, None)
+    return {name: cases[name] for name in DEVICE_ROWS if name in cases}
+
+
+def _cupy_device_cases(src):
+    """CuPy's rows: its copy() with device 1 current, of the source and of
+    the strided views (C order; CuPy refuses some views across devices)."""
+    cp, x = src.cupy()
+    dst = cp.cuda.Device(1)
+
+    def copy(v):
+        def setup():
+            def run():
+                with dst:
+                    y = v.copy()
+                dst.synchronize()
+                return y
+            return run, None, None
+        return setup
+
+    cases = {"cupy x.copy() on 1": copy(x)}
+    for name, (dims, view, _) in STRIDED.items():
+        cases[f"cupy {name}"] = copy(view(src.words(dims, x)))
     return cases
 
 
-def measure_devices(sizes, progress=None, budget=0.5):
-    """{case: {size: (seconds, GB/s)}} for copies from device 0 to 1."""
+def measure_devices(sizes, progress=None, budget=0.5, peers=("cupy", "torch")):
+    """{row: {size: cell}} for copies from device 0 to 1, a cell being
+    (seconds, GB/s of the bytes the copy writes, landed) -- landed True or
+    False where the result was checked, None where it was not -- or
+    ("n/a", why) where another library cannot make the copy.  The ceiling
+    is measured first and last at each size and the faster kept."""
     results = {}
-    old = pygpu.transfer_config()["peer"]
-    try:
-        for n in sizes:
-            for name, setup in device_cases(n).items():
-                if progress:
-                    progress(f"devices {name}, {size_name(n)}")
-                fn, keep = setup()
-                t = time_case(fn, n, budget)
-                results.setdefault(name, {})[n] = (t, n / t / 1e9)
-                del keep
-    finally:
-        pygpu.transfer_config(peer=old)
-        if pygpu.can_access_peer(0, 1) and pygpu.can_access_peer(1, 0):
-            pygpu.Device(0).enable_peer_access(1)
-            pygpu.Device(1).enable_peer_access(0)
+    for n in sizes:
+        src = DeviceSource(n)
+        cases = device_cases(src, peers)
+        for name in list(cases) + ["MemcpyPeer, peer on"]:
+            if progress:
+                progress(f"devices {name}, {size_name(n)}")
+            results.setdefault(name, {})[n] = measure_device_case(name, cases[name], device_moved(src, name),
+                                                                   budget, results.get(name, {}).get(n))
+        del cases, src
     return results
 
 
+def device_moved(src, row):
+    """The bytes a copy of row `row` writes: the view's for a strided one."""
+    for name, (dims, view, _) in STRIDED.items():
+        if row.endswith(name):
+            return view(src.words(dims)).nbytes
+    return src.nbytes
+
+
+@contextlib.contextmanager
+def device_case_scope():
+    """Runs one case of device_cases: after it PyGPU's peer setting is as
+    before and peer access between devices 0 and 1 on (where the hardware
+    allows it), whatever the case changed."""
+    old = pygpu.transfer_config()["peer"]
+    try:
+        yield
+    finally:
+        pygpu.transfer_config(peer=old)
+        _peer_access(True)
+
+
+def other_library(row):
+    """True for the rows of CuPy and PyTorch: a copy they refuse is n/a."""
+    return row.startswith(("cupy", "torch"))
+
+
+def measure_device_case(name, setup, moved, budget, before):
+    """One cell of measure_devices, a copy writing `moved` bytes (the faster
+    of it and `before`, the same cell measured earlier)."""
+    with device_case_scope():
+        fn, keep, verify = setup()
+        try:
+            t = time_case(fn, moved, budget)
+        except Exception as e:  # noqa: BLE001 - another library's refusal is a cell, PyGPU's an error
+            if not other_library(name):
+                raise
+            return ("n/a", f"{type(e).__name__}: {e}")
+        landed = verify() if verify else None
+        del keep
+    if before and before[0] != "n/a" and before[0] < t:
+        return before
+    return (t, moved / t / 1e9, landed)
+
+
 def devices_table(results, sizes):
-    """GB/s; copies as a ratio to MemcpyPeer with peer access on, the staged
-    copy also to the slower of the two host links."""
-    lines = [f"device 0 -> device 1 ({pygpu.Device(0).name}, peer access "
-             f"{'possible' if pygpu.can_access_peer(0, 1) else 'refused'}); GB/s "
-             f"(ratio to MemcpyPeer with peer on; staged: also to the slower host link)"]
-    head = f"{'case':<24}" + "".join(f"{size_name(n):>20}" for n in sizes)
+    """GB/s and ratios (DEVICE_ROWS says to what), a line on the pair, and
+    a note for each n/a; a check that failed reads WRONG."""
+    route, why = pygpu.Device(1).peer_route(0)
+    try:
+        rank = pygpu.Device(0).p2p_rank(1)
+    except pygpu.GPUError:
+        rank = "-"
+    lines = [f"device 0 -> device 1 ({pygpu.Device(0).name} -> {pygpu.Device(1).name}): copies go {route} "
+             f"({why}); the runtime's rank of the link {rank}",
+             "GB/s of the bytes written; in brackets the ratio: dense copies to MemcpyPeer with peer on, strided "
+             "views (of a source of the column's size) to the same, staged to the slower pinned host link"]
+    head = f"{'case':<26}" + "".join(f"{size_name(n):>10}{'':7}" for n in sizes)
     lines += [head, "-" * len(head)]
-    for name, row in results.items():
+    notes = []
+    for name in (r for r in DEVICE_ROWS if r in results):
+        row, kind = results[name], DEVICE_ROWS[name]
         cells = []
         for n in sizes:
-            gbs = row[n][1]
-            top = results.get("MemcpyPeer, peer on", {}).get(n, (0, 0))[1]
-            links = [results.get(k, {}).get(n, (0, 0))[1] for k in ("H2D pinned to 1", "D2H pinned from 0")]
-            ratio = f" ({gbs / top:4.2f})" if name.startswith(("copy", "rows", "b[")) and top else ""
-            if name.endswith("staged") and all(links):
-                ratio += f"/{gbs / min(links):4.2f}"
-            cells.append(f"{gbs:>9.1f}{ratio:>11}")
-        lines.append(f"{name:<24}" + "".join(cells))
+            cell = row.get(n)
+            if cell is None:
+                cells.append(f"{'':>17}")
+            elif cell[0] == "n/a":
+                cells.append(f"{'n/a':>10}{'':7}")
+                if not any(note.startswith(f"  {name}:") for note in notes):
+                    notes.append(f"  {name}: {cell[1]}"[:160])
+            else:
+                cells.append(_device_cell(results, kind, n, cell))
+        lines.append(f"{name:<26}" + "".join(cells))
+    if notes:
+        lines += ["n/a: the library refuses the copy:"] + notes
     return "\n".join(lines)
+
+
+def _device_cell(results, kind, n, cell):
+    """One measured cell: GB/s, the ratio, WRONG where the check failed."""
+    def gbs(row):
+        c = results.get(row, {}).get(n)
+        return c[1] if c and c[0] != "n/a" else None
+    if kind == "staged":
+        links = [gbs("H2D pinned to 1"), gbs("D2H pinned from 0")]
+        top = min(links) if all(links) else None
+    else:
+        top = gbs("MemcpyPeer, peer on") if kind in ("dense", "strided") else None
+    ratio = f" ({cell[1] / top:4.2f})" if top else ""
+    if cell[2] is False:
+        ratio = "  WRONG"
+    return f"{cell[1]:>10.1f}{ratio:<7}"
+
+
+def devices_wrong(results):
+    """The (row, size) cells whose copy did not land bit for bit."""
+    return [(name, n) for name, row in results.items() for n, c in row.items() if c[0] != "n/a" and c[2] is False]
 
 
 def handoff_cases(peers=("cupy", "torch")):
@@ -697,12 +958,16 @@ def main(argv=None):
         if pygpu.device_count() < 2:
             print("--devices needs two devices", file=sys.stderr)
             return 1
-        sizes = [n for n in args.sizes if n >= 64 * KiB] if args.sizes != SIZES else [16 * MiB, 256 * MiB, GiB]
-        results = measure_devices(sizes, progress, args.budget)
+        sizes = ([n for n in args.sizes if n >= 64 * KiB] if args.sizes != SIZES
+                 else HOST_DEVICE_SIZES if pygpu.backend == "host" else DEVICE_SIZES)
+        results = measure_devices(sizes, progress, args.budget, [p for p in args.peers if p in ("cupy", "torch")])
         if tty:
             sys.stderr.write("\r\033[K")
         print(devices_table(results, sizes))
-        return 0
+        wrong = devices_wrong(results)
+        if wrong:
+            print("WRONG, the copy did not land bit for bit: " + ", ".join(f"{r} at {size_name(n)}" for r, n in wrong))
+        return 1 if any(r.startswith("pygpu") for r, _ in wrong) else 0
     if not args.copies:
         results = measure(args.sizes, args.peers, progress, args.budget)
         if tty:

@@ -337,6 +337,22 @@ static PyObject *device_can_access_peer(PyObject *self, PyObject *arg)
     return PyBool_FromLong(can);
 }
 
+/* The runtime's performance rank of the link from this device to `peer`. */
+static PyObject *device_p2p_rank(PyObject *self, PyObject *arg)
+{
+    pygpu_state *st;
+    char call[80];
+    int rank = 0, dev = ((PyGPUDevice *)self)->id, peer = peer_arg(self, arg, &st);
+    if (peer < 0)
+        return NULL;
+    if (peer == dev)
+        return PyErr_Format(PyExc_ValueError, "device %d cannot be its own peer", dev);
+    snprintf(call, sizeof call, "DeviceGetP2PAttribute (device %d to peer %d)", dev, peer);
+    if (pygpu_check(st, pygpu_rt_p2p_rank(dev, peer, &rank), call) < 0)
+        return NULL;
+    return PyLong_FromLong(rank);
+}
+
 /* Enable or disable this device's access to `peer`'s memory. */
 static PyObject *peer_access(PyObject *self, PyObject *arg, int enable)
 {
@@ -398,6 +414,12 @@ static PyMethodDef device_methods[] = {
      "make_current()\n--\n\nMake this the current device of this thread."},
     {"can_access_peer", device_can_access_peer, METH_O,
      "can_access_peer(peer, /)\n--\n\nTrue if this device can address `peer`'s memory directly."},
+    {"p2p_rank", device_p2p_rank, METH_O,
+     "p2p_rank(peer, /)\n--\n\n"
+     "The runtime's performance rank of the link from this device to `peer`:\n"
+     "lower is faster, 0 the machine's best (compare the pairs of one machine).\n"
+     "GPUError naming both devices where the runtime refuses (on the host\n"
+     "backend, devices that refuse peer access); ValueError for a device and itself."},
     {"enable_peer_access", device_enable_peer_access, METH_O,
      "enable_peer_access(peer, /)\n--\n\n"
      "Let this device address `peer`'s memory directly (enabling it again is\n"

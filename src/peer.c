@@ -180,14 +180,14 @@ int pygpu_peer_route(int dst, int src, const char **why)
     pthread_mutex_lock(&peer_mu);
     int there = peer_state[dst][src], back = peer_state[src][dst];   /* 1 on, -1 refused, 0 not asked */
     if (pair_lands[dst][src] == -1) {
-        *why = "a check copy between the two devices' pools wrote nothing (a driver fault): staged";
+        *why = "a check copy between the two devices' pools wrote nothing (a driver fault)";
     } else if (there == -1 || back == -1) {
         *why = "the runtime refuses peer access between the two devices";
     } else if ((there == 1 || enable_locked(dst, src) == 0) && (back == 1 || enable_locked(src, dst) == 0)) {
         usable = lands_locked(dst, src);
         *why = usable ? "peer access and both pools' access granted, a check copy landed"
                       : pair_lands[dst][src] == -1 ? "a check copy between the two devices' pools wrote nothing "
-                                                     "(a driver fault): staged"
+                                                     "(a driver fault)"
                                                    : "the check copy between the two devices failed";
     } else {
         (void)pygpu_rt_get_last_error();

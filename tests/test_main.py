@@ -1,11 +1,14 @@
-"""`python -m pygpu`, the main job: it runs, reports the backend and devices,
-passes its round trip, and prints the throughput table."""
+"""`python -m pygpu`, the main job: it runs, reports the backend and devices
+(and with two or more, how each pair reaches the other), passes its round
+trip, and prints the throughput table; and python -m pygpu.bench's tables
+(its ceiling, --scale's threads, --devices)."""
 import importlib
 import os
 import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import pygpu
@@ -33,6 +36,54 @@ def test_main_job(run_python):
     rows = re.findall(r"^\s+\d+ MiB((?:\s+\d+\.\d)+)$", out, re.M)
     assert len(rows) == 3 and all(len(r.split()) == 4 for r in rows)
     assert all(float(x) > 0 for r in rows for x in r.split())
+
+
+PEER_LINE = re.compile(r"^  (\d+) -> (\d+): (can|cannot) access, rank (\d+|-), (peer|staged): (\S.*)$", re.M)
+
+
+def test_main_peers_section(capsys):
+    """With two or more devices the job has a line for each ordered pair:
+    whether they reach each other, the link's rank, how copies go and why,
+    as the API says it."""
+    from pygpu import __main__ as job
+    n = pygpu.device_count()
+    if n < 2:
+        pytest.skip("needs two devices (the host backend presents two in the suite)")
+    assert job.main(["--no-bench"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^peers \(src -> dst: .*\):$", out, re.M), out
+    pairs = PEER_LINE.findall(out)
+    assert [(int(s), int(d)) for s, d, *_ in pairs] == [(s, d) for s in range(n) for d in range(n) if s != d]
+    for src, dst, can, rank, route, why in pairs:
+        src, dst = int(src), int(dst)
+        assert (can == "can") == pygpu.can_access_peer(src, dst)
+        assert (route, why) == pygpu.Device(dst).peer_route(src)
+        if rank != "-":
+            assert int(rank) == pygpu.Device(src).p2p_rank(dst)
+    if pygpu.backend == "host" and os.environ.get("PYGPU_HOST_PEER", "1").strip() == "1":
+        assert all(p[2:5] == ("can", "0", "peer") for p in pairs), out
+
+
+@pytest.mark.skipif(pygpu.backend != "host", reason="the host backend's settings make these machines")
+@pytest.mark.parametrize("devices, peer", [(2, "0"), (3, "2"), (1, "1")])
+def test_main_peers_section_says_staged_and_why(run_python, devices, peer):
+    """Devices that refuse peer access show as staged, with the reason; a
+    driver that loses peer copies too (PYGPU_HOST_PEER=2: access granted,
+    the check copy lands nothing); one device prints no peers section."""
+    r = run_python("import sys; from pygpu.__main__ import main; sys.exit(main(['--no-bench']))",
+                   env={"PYGPU_BACKEND": "host", "PYGPU_HOST_DEVICES": devices, "PYGPU_HOST_PEER": peer})
+    out = r.stdout
+    pairs = PEER_LINE.findall(out)
+    if devices == 1:
+        assert "peers" not in out and not pairs, out
+        return
+    assert len(pairs) == devices * (devices - 1), out
+    for _, _, can, rank, route, why in pairs:
+        assert route == "staged", out
+        if peer == "0":
+            assert (can, rank, why) == ("cannot", "-", "the runtime refuses peer access between the two devices")
+        else:
+            assert (can, rank) == ("can", "0") and "wrote nothing" in why, out
 
 
 @pytest.mark.parametrize("module", ["pygpu", "pygpu.bench"])
@@ -159,3 +210,127 @@ def test_scale_devices_at_once_runs_each_thread_on_its_own_device():
         assert all(r[2] > 0 and r[3] > 0 for r in rows)
     text = bench_scale.at_once_table(res, 1 << 16)
     assert text.count("to_gpu ") == pygpu.device_count() and text.count("get(ary) ") == pygpu.device_count()
+
+
+def _devices_rows(text):
+    """{row: [cells]} of the table of python -m pygpu.bench --devices."""
+    from pygpu import bench
+    rows = {}
+    for line in text.splitlines():
+        name = next((r for r in bench.DEVICE_ROWS if line.startswith(r + " ")), None)
+        if name:
+            rows[name] = re.findall(r"\d+\.\d(?: \(\d\.\d\d\)|  WRONG)?|n/a", line[len(name):])
+    return rows
+
+
+def test_bench_devices_table(capsys):
+    """python -m pygpu.bench --devices: every row PyGPU runs here, at every
+    size, checked bit for bit (no WRONG), with its ratio: dense copies and
+    strided views to the peer ceiling, staged to the slower host link."""
+    from pygpu import bench
+    if pygpu.device_count() < 2:
+        pytest.skip("needs two devices (the host backend presents two in the suite)")
+    sizes = ["64K", "1M"] if pygpu.backend == "host" else ["1M", "16M"]
+    assert bench.main(["--devices", "--budget", "0.01", "--sizes", *sizes]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^device 0 -> device 1 \(.*\): copies go (peer|staged) \(.+\); the runtime's rank", out, re.M)
+    rows = _devices_rows(out)
+    ours = [r for r in bench.DEVICE_ROWS if not r.startswith(("cupy", "torch"))]
+    assert set(ours) <= set(rows), out
+    for name in ours:
+        cells = rows[name]
+        assert len(cells) == len(sizes) and not any("WRONG" in c for c in cells), (name, out)
+        kind = bench.DEVICE_ROWS[name]
+        assert all(("(" in c) == (kind not in ("ceiling", "link")) for c in cells), (name, out)
+    assert "WRONG" not in out
+
+
+@pytest.mark.skipif(pygpu.backend != "host", reason="the host backend's settings make these machines")
+@pytest.mark.parametrize("peer", ["0", "2"])
+def test_bench_devices_where_peers_fail(run_python, peer):
+    """Devices that refuse peer access (0), or whose peer copies of pool
+    memory land nothing (2): PyGPU's rows stage and land (exit 0); the raw
+    MemcpyPeer rows on pool memory that lose their bytes read WRONG."""
+    r = run_python("import sys; from pygpu import bench; "
+                   "sys.exit(bench.main(['--devices', '--budget', '0.01', '--sizes', '256K']))",
+                   env={"PYGPU_BACKEND": "host", "PYGPU_HOST_DEVICES": 2, "PYGPU_HOST_PEER": peer})
+    out = r.stdout
+    assert "copies go staged" in out, out
+    rows = _devices_rows(out)
+    wrong = {name for name, cells in rows.items() if any("WRONG" in c for c in cells)}
+    assert wrong == ({"MemcpyPeer, peer on", "memcpy_peer(b.ptr, a.ptr)"} if peer == "2" else set()), out
+    assert all(len(cells) == 1 for cells in rows.values()) and "pygpu staged" in rows, out
+
+
+def test_bench_devices_wrong_copy_fails(monkeypatch, capsys):
+    """A PyGPU copy that does not land bit for bit reads WRONG in its cells,
+    is named below the table, and python -m pygpu.bench --devices exits 1."""
+    from pygpu import bench
+    if pygpu.device_count() < 2:
+        pytest.skip("needs two devices (the host backend presents two in the suite)")
+    real = bench._same
+    monkeypatch.setattr(bench, "_same", lambda got, want: real(got, want) and got.shape != (8192,))
+    assert bench.main(["--devices", "--budget", "0.005", "--sizes", "64K"]) == 1
+    out = capsys.readouterr().out
+    rows = _devices_rows(out)
+    assert rows["pygpu x[::2] (1-d)"][0].endswith("  WRONG"), out
+    assert not any("WRONG" in c for name, cells in rows.items() if name != "pygpu x[::2] (1-d)" for c in cells), out
+    assert re.search(r"^WRONG, the copy did not land bit for bit: pygpu x\[::2\] \(1-d\) at 64 KiB$", out, re.M), out
+
+
+class _FakeCuda:
+    """cupy.cuda / torch.cuda for the peers' rows of bench --devices on the
+    host backend: devices as context managers that synchronize."""
+
+    class Device:
+        def __init__(self, k):
+            self.k = k
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def synchronize(self):
+            pass
+
+    @staticmethod
+    def synchronize(device=None):
+        pass
+
+
+class _RefusingArray(np.ndarray):
+    """A NumPy array that, as CuPy between devices, refuses to copy a view
+    that is neither C- nor F-contiguous."""
+
+    def copy(self, order="C"):
+        if not (self.flags.c_contiguous or self.flags.f_contiguous):
+            raise NotImplementedError("cannot copy a non-contiguous array between devices")
+        return super().copy(order)
+
+
+def test_bench_devices_peer_rows(monkeypatch, capsys):
+    """The rows of CuPy and PyTorch (faked here with NumPy): measured where
+    the library copies, n/a with its reason below the table where it
+    refuses, never checked; PyGPU's rows are unchanged by them."""
+    import types
+    from pygpu import bench
+    if pygpu.device_count() < 2:
+        pytest.skip("needs two devices (the host backend presents two in the suite)")
+    fake_cp = types.SimpleNamespace(cuda=_FakeCuda)
+    fake_torch = types.SimpleNamespace(cuda=_FakeCuda)
+    monkeypatch.setattr(bench.DeviceSource, "cupy", lambda self: (fake_cp, self.host.copy().view(_RefusingArray)))
+    monkeypatch.setattr(bench.DeviceSource, "torch",
+                        lambda self: (fake_torch, types.SimpleNamespace(to=lambda dev: self.host.copy())))
+    results = bench.measure_devices([64 << 10], budget=0.005)
+    text = bench.devices_table(results, [64 << 10])
+    rows = _devices_rows(text)
+    assert set(bench.DEVICE_ROWS) == set(rows), text
+    assert rows["cupy x[::2] (1-d)"] == ["n/a"] and rows["cupy x[:, ::-1]"] == ["n/a"], text
+    assert re.match(r"\d+\.\d \(\d\.\d\d\)$", rows["cupy x.T (to C)"][0]), text
+    assert re.match(r"\d+\.\d \(\d\.\d\d\)$", rows["torch t.to('cuda:1')"][0]), text
+    assert re.search(r"^n/a: the library refuses the copy:\n  cupy x\[::2\] \(1-d\): NotImplementedError: cannot",
+                     text, re.M), text
+    assert all(results[r][64 << 10][2] is None for r in rows if bench.other_library(r) and rows[r] != ["n/a"])
+    assert not bench.devices_wrong(results)

@@ -325,6 +325,34 @@ def test_peer_access_api():
         pygpu.Device(0).can_access_peer("1")
 
 
+@two
+def test_p2p_rank():
+    """The runtime's performance rank of a link: an int (0 the best) where
+    the devices peer; GPUError naming both where the runtime refuses (the
+    host backend's devices that refuse peer access); the same argument
+    checks as the other peer methods."""
+    for src, dst in ((0, 1), (1, 0)):
+        if pygpu.can_access_peer(src, dst):
+            rank = pygpu.Device(src).p2p_rank(dst)
+            assert isinstance(rank, int) and rank >= 0
+            assert pygpu.Device(src).p2p_rank(pygpu.Device(dst)) == rank
+            if pygpu.backend == "host":
+                assert rank == 0
+        elif pygpu.backend == "host":
+            with pytest.raises(pygpu.GPUError, match=rf"device {src} to peer {dst}"):
+                pygpu.Device(src).p2p_rank(dst)
+    with pytest.raises(ValueError, match="its own peer"):
+        pygpu.Device(1).p2p_rank(1)
+    with pytest.raises(ValueError, match="out of range"):
+        pygpu.Device(0).p2p_rank(NDEV)
+    with pytest.raises(ValueError, match="out of range"):
+        pygpu.Device(0).p2p_rank(-1)
+    with pytest.raises(TypeError, match="peer must be a pygpu.Device or an int"):
+        pygpu.Device(0).p2p_rank("1")
+    with pytest.raises(TypeError, match="peer must be a pygpu.Device or an int"):
+        pygpu.Device(0).p2p_rank(True)
+
+
 HOST_PEER = os.environ.get("PYGPU_HOST_PEER", "1").strip()
 
 

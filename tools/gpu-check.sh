@@ -5,8 +5,10 @@
 #   bash tools/gpu-check.sh tests      build + tests only (GPU_CHECK_STAGED=0: not the staged variant;
 #                                      GPU_CHECK_HOST=0: not the host suite)
 #   bash tools/gpu-check.sh bench      build + everything but the tests
-#   bash tools/gpu-check.sh devices    build + the multi-device and MPI tests + bench --devices + every
-#                                      device transferring at once (bench_scale.devices_at_once), 2 rounds
+#   bash tools/gpu-check.sh devices    build + the multi-device and MPI tests (and the main job's peers
+#                                      section and bench --devices, tested) + the peers section + bench
+#                                      --devices + benchmarks/test_devices.py + every device transferring
+#                                      at once (bench_scale.devices_at_once), 2 rounds
 #   bash tools/gpu-check.sh copies     build + the tests of copies on the device + bench --copies
 #   bash tools/gpu-check.sh wheel      no build: the wheel carried in .wheels/ (built here with the CUDA
 #                                      runtime from PyPI, see .ci/run) installed into a fresh venv, the
@@ -117,6 +119,7 @@ devices() {
     echo "== between devices ($ngpu GPUs)"
     if [ "$ngpu" -ge 2 ]; then
         nvidia-smi topo -m 2>/dev/null | head -5
+        python3 -m pygpu --no-bench 2>/dev/null | grep -A "$((ngpu * (ngpu - 1)))" '^peers'
         python3 -m pygpu.bench --devices 2>/dev/null | tee "$OUT/bench-devices.txt"
         for round in 1 2; do
             python3 -c "from pygpu import bench_scale as b; print(b.at_once_table(b.devices_at_once(), 64 << 20))" \
@@ -174,7 +177,10 @@ if [ "$what" = copies ]; then
 fi
 if [ "$what" = devices ]; then
     python3 -m pytest -q -ra tests/test_multi_device.py tests/test_mpi.py 2>&1 | tail -15
+    python3 -m pytest -q -ra tests/test_main.py -k "peers or bench_devices" 2>&1 | tail -5
     devices
+    python3 -m pytest -q benchmarks/test_devices.py --benchmark-columns=median,ops 2>&1 \
+        | tee "$OUT/bench-devices-pytest.txt" | tail -25
     exit 0
 fi
 

@@ -157,6 +157,11 @@ pygpu_status pygpu_rt_pointer_device(const void *p, int *dev);
 pygpu_status pygpu_rt_can_access_peer(int dev, int peer, int *can);
 pygpu_status pygpu_rt_enable_peer_access(int peer);
 pygpu_status pygpu_rt_disable_peer_access(int peer);
+/* *rank = the runtime's relative performance of the link from device `src`
+ * to `dst` (its P2P performance rank: lower is faster, 0 the best link of
+ * the machine).  The runtime's "invalid device" for a device and itself or
+ * an ordinal out of range. */
+pygpu_status pygpu_rt_p2p_rank(int src, int dst, int *rank);
 /* Let device `peer` read and write the memory of device `owner`'s
  * stream-ordered pool (on = 1), or take that back (on = 0).  Peer access
  * does not reach pool memory: without this grant the runtime stages every

@@ -578,6 +578,12 @@ pygpu_status pygpu_rt_disable_peer_access(int peer)
     return e;
 }
 
+pygpu_status pygpu_rt_p2p_rank(int src, int dst, int *rank)
+{
+    *rank = 0;
+    return RT(DeviceGetP2PAttribute)(rank, RT(DevP2PAttrPerformanceRank), src, dst);
+}
+
 pygpu_status pygpu_rt_mempool_grant(int owner, int peer, int on)
 {
     rt_mempool pool;

@@ -660,6 +660,18 @@ pygpu_status pygpu_rt_enable_peer_access(int peer)
 
 pygpu_status pygpu_rt_disable_peer_access(int peer) { return pygpu_rt_enable_peer_access(peer); }
 
+/* Every link is as fast as another (rank 0) where the devices peer; where
+ * they refuse peer access, the rank is refused as enabling it is. */
+pygpu_status pygpu_rt_p2p_rank(int src, int dst, int *rank)
+{
+    int can;
+    pygpu_status s = pygpu_rt_can_access_peer(src, dst, &can);
+    *rank = 0;
+    if (s != H_SUCCESS)
+        return s;
+    return can ? H_SUCCESS : fail(src == dst ? H_INVALID_DEVICE : H_PEER_UNSUPPORTED);
+}
+
 /* Which device pools grant which devices access: [owner][peer]. */
 static atomic_uchar pool_granted[64][64];
 
