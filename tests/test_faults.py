@@ -387,10 +387,10 @@ def interrupt_after(seconds, call):
 
     old = signal.signal(signal.SIGALRM, handler)
     try:
-        t0 = time.perf_counter()
-        signal.setitimer(signal.ITIMER_REAL, seconds)
         with pytest.raises(KeyboardInterrupt):
-            try:
+            try:        # (armed in here: a busy machine may deliver it at once, still inside)
+                t0 = time.perf_counter()
+                signal.setitimer(signal.ITIMER_REAL, seconds)
                 call()
             finally:
                 inside[0] = False
@@ -456,8 +456,8 @@ g = pygpu.empty(a.shape, np.uint8)
 other = threading.Thread(target=lambda: [pygpu.to_gpu(a[:1 << 20]).get() for _ in range(20)])
 other.start()
 signal.signal(signal.SIGALRM, lambda *a: (_ for _ in ()).throw(KeyboardInterrupt))
-signal.setitimer(signal.ITIMER_REAL, 0.02)
 try:
+    signal.setitimer(signal.ITIMER_REAL, 0.02)     # (armed inside the try: it may fire at once)
     for _ in range(100):
         g.set(a)
     print("not interrupted")
