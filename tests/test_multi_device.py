@@ -275,6 +275,40 @@ def test_large_copies_between_devices(path, rng):
 
 
 @two
+@pytest.mark.parametrize("view", ["x[::2]", "x[:, ::-1]", "x.T", "x[1::3, 5:]"])
+def test_strided_views_cross_whole(path, rng, view):
+    """Strided views of a few MiB cross to another device (gathered on the
+    source device, then one copy across, peer to peer or staged): every
+    element as NumPy has it, both ways."""
+    h = rng.integers(0, 1 << 31, size=(1027, 1031), dtype=np.int32)      # ~4 MiB
+    if view == "x[::2]":
+        h = h.ravel()
+    x = pygpu.to_gpu(h)
+    want = eval(view, {"x": h})
+    got = eval(view, {"x": x}).copy(order="C", device=1)
+    assert int(got.device) == 1
+    np.testing.assert_array_equal(got.get(), want)
+    back = eval(view, {"x": got.copy(device=1)})      # (a view on device 1 of the copy, crossing back)
+    np.testing.assert_array_equal(back.copy(order="C", device=0).get(), eval(view, {"x": want}))
+
+
+@two
+def test_a_large_strided_view_crosses_in_pieces(rng):
+    """A view of 128 MiB or more crossing peer to peer is gathered in
+    pieces (PYGPU_CROSS_PIECE_MIN), each crossing while the next is
+    gathered, on a stream of its own after the source's pending work; the
+    rows do not divide evenly into the pieces.  Every element as NumPy
+    has it."""
+    h = rng.integers(0, 1 << 31, size=(5801, 5799), dtype=np.int32)     # 128.3 MiB
+    x = pygpu.to_gpu(h)
+    x[0, :7] = np.arange(7, dtype=np.int32)     # (queued on the source just before: the pieces wait for it)
+    h[0, :7] = np.arange(7)
+    got = x.T.copy(order="C", device=1)
+    assert int(got.device) == 1 and got.flags.c_contiguous
+    np.testing.assert_array_equal(got.get(), h.T)
+
+
+@two
 def test_to_device_returns_self_when_there():
     a = pygpu.zeros(4)
     assert a.to_device(0) is a

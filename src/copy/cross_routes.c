@@ -13,6 +13,7 @@
 #include "../shape.h"
 #include "../transfer/cross.h"
 #include "../transfer/trace.h"
+#include "../tuning.h"
 
 /* ---- the route: how the dense bytes cross -------------------------------- */
 
@@ -67,13 +68,74 @@ static pygpu_status across(ctx *c, char *to, int ddev, const char *from, int sde
     }
 }
 
-/* ---- between devices -------------------------------------------------------- */
-
 /* Make `dev` current (the two sides take turns). */
 static pygpu_status use(ctx *c, int dev)
 {
     return blame(c, pygpu_rt_set_device(dev), "SetDevice");
 }
+
+/* ---- a strided view gathered in pieces, each crossing as the next is gathered ---- */
+
+/* The number of pieces for a view of `n` bytes gathered into a dense
+ * buffer and crossing peer to peer: as many of PYGPU_CROSS_PIECE_MIN bytes
+ * or more as fit, at most PYGPU_CROSS_PIECES and no more than the
+ * outermost axis has rows; 1 (gathered whole) below two. */
+static int pieces_of(const pygpu_pair *p, size_t n)
+{
+    size_t k = n / PYGPU_CROSS_PIECE_MIN;
+    if (k > PYGPU_CROSS_PIECES)
+        k = PYGPU_CROSS_PIECES;
+    if (p->nd < 1 || k < 2)
+        return 1;
+    return p->shape[0] < (ptrdiff_t)k ? (int)p->shape[0] : (int)k;
+}
+
+/* The view (layout 1 of `p`, at `from` on `sdev`) gathered into the dense
+ * buffer `tmp` on `sdev` in `k` pieces cut along p's outermost axis, on a
+ * stream of its own there (after the work queued on the source's legacy
+ * stream: a peer copy would wait for all that the legacy stream holds, the
+ * later pieces' gathers too), each piece crossing to the dense destination
+ * `to` on `ddev` by a peer copy on c->s once it is gathered: the link
+ * busy while the next piece is gathered.  *g gets the stream (the caller
+ * destroys it once c->s is done).  `ddev` is current on return. */
+static pygpu_status gather_across(ctx *c, ctx *sc, const pygpu_pair *p, char *to, int ddev, const char *from,
+                                  char *tmp, int sdev, ptrdiff_t itemsize, int k, pygpu_stream_t *g)
+{
+    pygpu_event_t done[PYGPU_CROSS_PIECES + 1] = {0};   /* [k]: the legacy stream's work before */
+    ptrdiff_t ds[PYGPU_MAXDIMS], rows = p->shape[0], per = (rows + k - 1) / k;
+    pygpu_status r = blame(sc, pygpu_rt_stream_create(g, PYGPU_STREAM_NON_BLOCKING, 0), "StreamCreateWithFlags");
+    if (r == 0 && (r = blame(sc, pygpu_rt_event_create(&done[k], PYGPU_EVENT_DISABLE_TIMING),
+                             "EventCreateWithFlags")) == 0 &&
+        (r = blame(sc, pygpu_rt_event_record(done[k], PYGPU_STREAM_NULL), "EventRecord")) == 0)
+        r = blame(sc, pygpu_rt_stream_wait_event(*g, done[k]), "StreamWaitEvent");
+    sc->s = *g;
+    dense_strides(p, itemsize, ds);
+    for (int j = 0; r == 0 && j < k && j * per < rows; j++) {
+        pygpu_pair q = *p;
+        ptrdiff_t r0 = j * per;
+        q.shape[0] = rows - r0 < per ? rows - r0 : per;
+        if ((r = blame(sc, pygpu_rt_event_create(&done[j], PYGPU_EVENT_DISABLE_TIMING), "EventCreateWithFlags")) == 0 &&
+            (r = cp_device_pass(sc, &q, 1, (char *)from + r0 * p->strides[1][0], tmp + r0 * ds[0], itemsize, 1)) == 0)
+            r = blame(sc, pygpu_rt_event_record(done[j], *g), "EventRecord");
+    }
+    if (sc->call)
+        c->call = sc->call;
+    pygpu_status u = use(c, ddev);
+    if (r == 0)
+        r = u;
+    for (int j = 0; r == 0 && j < k && j * per < rows; j++) {
+        ptrdiff_t r0 = j * per, len = (rows - r0 < per ? rows - r0 : per) * ds[0];
+        if ((r = blame(c, pygpu_rt_stream_wait_event(c->s, done[j]), "StreamWaitEvent")) == 0)
+            r = blame(c, pygpu_rt_memcpy_peer_async(to + r0 * ds[0], ddev, tmp + r0 * ds[0], sdev, (size_t)len, c->s),
+                      "MemcpyPeerAsync");
+    }
+    for (int j = 0; j <= k; j++)    /* (released once the waits queued on them have passed) */
+        if (done[j])
+            (void)pygpu_rt_event_destroy(done[j]);
+    return r;
+}
+
+/* ---- between devices -------------------------------------------------------- */
 
 /* Copy `p` (dst layout 0 on `ddev`, current, stream c->s; src layout 1 on
  * `sdev`).  Done when it returns, with `ddev` current. */
@@ -91,10 +153,23 @@ pygpu_status cp_cross_device(ctx *c, pygpu_side dst, pygpu_side src, int nd, con
     ctx sc = {.s = PYGPU_STREAM_NULL};     /* the source side's work: its legacy stream */
     temps stmp = {0}, dtmp = {0};
     pygpu_event_t ready = NULL;
+    pygpu_stream_t gs = NULL;          /* the pieces' gathers' stream, if any */
     pygpu_status r;
+    int dense_to = pygpu_pair_is_dense(&p, 0, itemsize), dense_from = pygpu_pair_is_dense(&p, 1, itemsize);
+    const char *why;
+    int k = dense_to && !dense_from ? pieces_of(&p, n) : 1;
+    if (k > 1 && route_across(ddev, sdev, CROSS_NONE, &why) == CROSS_PEER) {
+        /* A strided view into a dense destination: gathered in pieces on
+         * the source device, each crossing as the next is gathered. */
+        cp_trace_route("across", n, "peer to peer, in pieces", "a strided view, each piece gathered on the source "
+                       "device crossing while the next is gathered");
+        if ((r = use(c, sdev)) == 0 && (r = cp_dev_temp(&sc, &stmp, n)) == 0)
+            r = gather_across(c, &sc, &p, to, ddev, from, stmp.dev, sdev, itemsize, k, &gs);
+        goto done;
+    }
     /* On the source device, after the work queued there: a dense copy of the
      * source if it is not dense, and an event the copy waits for. */
-    if ((r = use(c, sdev)) == 0 && !pygpu_pair_is_dense(&p, 1, itemsize) &&
+    if ((r = use(c, sdev)) == 0 && !dense_from &&
         (r = cp_dev_temp(&sc, &stmp, n)) == 0 && (r = cp_device_pass(&sc, &p, 1, from, stmp.dev, itemsize, 1)) == 0)
         from = stmp.dev;
     if (r == 0 && (r = blame(&sc, pygpu_rt_event_create(&ready, PYGPU_EVENT_DISABLE_TIMING),
@@ -104,13 +179,13 @@ pygpu_status cp_cross_device(ctx *c, pygpu_side dst, pygpu_side src, int nd, con
         c->call = sc.call;
     if (r == 0 && (r = use(c, ddev)) == 0)
         r = blame(c, pygpu_rt_stream_wait_event(c->s, ready), "StreamWaitEvent");
-    int dense_to = pygpu_pair_is_dense(&p, 0, itemsize);
     if (r == 0 && !dense_to && (r = cp_dev_temp(c, &dtmp, n)) == 0)
         to = dtmp.dev;
     if (r == 0)
         r = across(c, to, ddev, from, sdev, n);
     if (r == 0 && !dense_to)
         r = cp_device_pass(c, &p, 0, dst.ptr + p.offset[0], dtmp.dev, itemsize, 0);
+done:
     /* Done (or failed part way): nothing queued may still read the temporaries. */
     pygpu_status w = pygpu_rt_set_device(ddev);
     if (w == 0)
@@ -120,9 +195,12 @@ pygpu_status cp_cross_device(ctx *c, pygpu_side dst, pygpu_side src, int nd, con
     if (ready)
         (void)pygpu_rt_event_destroy(ready);
     r = cp_temps_free(c, &dtmp, r);
-    if (stmp.dev) {
+    if (stmp.dev || gs) {
         (void)pygpu_rt_set_device(sdev);
+        sc.s = PYGPU_STREAM_NULL;       /* (the temporary was taken on the legacy stream) */
         r = cp_temps_free(&sc, &stmp, r);
+        if (gs)
+            (void)pygpu_rt_stream_destroy(gs);
         if (sc.call && !c->call)
             c->call = sc.call;
         (void)pygpu_rt_set_device(ddev);
