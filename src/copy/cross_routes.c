@@ -185,7 +185,7 @@ pygpu_status cp_cross_device(ctx *c, pygpu_side dst, pygpu_side src, int nd, con
         r = across(c, to, ddev, from, sdev, n);
     if (r == 0 && !dense_to)
         r = cp_device_pass(c, &p, 0, dst.ptr + p.offset[0], dtmp.dev, itemsize, 0);
-done:
+done:;
     /* Done (or failed part way): nothing queued may still read the temporaries. */
     pygpu_status w = pygpu_rt_set_device(ddev);
     if (w == 0)

@@ -124,7 +124,7 @@ static int host_queue(host_side *h, int allowed) { return allowed && host_kind(h
 /* Host layout `which` of `p` at `host` into the dense device buffer `dev`:
  * through the staging pipeline when `stage` (host_stage: the caller has
  * asked), else in one copy (gathering on the host first if need be); the
- * pipeline may decline (engine busy), and then the one copy goes. */
+ * pipeline may decline (its buffers busy), and then the one copy goes. */
 static pygpu_status host_to_dense(ctx *c, const pygpu_pair *p, int which, char *dev, const char *host,
                                   ptrdiff_t itemsize, int stage)
 {
