@@ -197,10 +197,14 @@ done:;
     r = cp_temps_free(c, &dtmp, r);
     if (stmp.dev || gs) {
         (void)pygpu_rt_set_device(sdev);
+        if (gs) {                       /* (after a failure part way, gathers may still be writing) */
+            pygpu_status g = pygpu_rt_stream_synchronize(gs);
+            if (r == 0)
+                r = blame(c, g, "StreamSynchronize");
+            (void)pygpu_rt_stream_destroy(gs);
+        }
         sc.s = PYGPU_STREAM_NULL;       /* (the temporary was taken on the legacy stream) */
         r = cp_temps_free(&sc, &stmp, r);
-        if (gs)
-            (void)pygpu_rt_stream_destroy(gs);
         if (sc.call && !c->call)
             c->call = sc.call;
         (void)pygpu_rt_set_device(ddev);
