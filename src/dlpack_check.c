@@ -1,7 +1,7 @@
 /*
  * dlpack_check.c -- the checks a DLPack tensor from another library passes
  * before PyGPU views it, in pure C (no Python), so that they can be tested
- * and fuzzed on their own (tests/c/).  dlpack.c turns a refusal into a
+ * and fuzzed on their own (tests/c/).  dlpack_import.c turns a refusal into a
  * BufferError carrying the sentence written here.
  *
  * A producer can write anything in the struct: a dimension count out of
@@ -9,7 +9,7 @@
  * address space, dtypes GPUArray has no equivalent for.  Nothing here
  * trusts a field before checking it, and no arithmetic overflows.
  */
-#include "dlpack.h"
+#include "dlpack_check.h"
 #include "shape.h"
 
 #include <stdarg.h>

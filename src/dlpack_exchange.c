@@ -4,7 +4,7 @@
  * Producer: GPUArray's type carries `__dlpack_c_exchange_api__`, a capsule
  * named "dlpack_exchange_api" holding the static table below; C code
  * exchanges GPUArrays through it without calling into Python.  The managed
- * tensors it makes are those of __dlpack__ (dlpack.c): they keep the array
+ * tensors it makes are those of __dlpack__ (dlpack_export.c): they keep the array
  * alive, and their deleter runs from any thread, GIL held or not.
  *
  * Consumer: from_dlpack and asarray look up the table of the object's type
@@ -24,6 +24,8 @@
 #include "device.h"
 #include "dlpack.h"
 #include "dlpack_export.h"
+#include "dlpack_import.h"
+#include "dlpack_shared.h"
 #include "dtype.h"
 #include "memory.h"
 #include "stream.h"

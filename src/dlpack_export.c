@@ -15,6 +15,7 @@
 #include "dlpack_export.h"
 #include "array_host.h"
 #include "dlpack.h"
+#include "dlpack_shared.h"
 #include "errors.h"
 #include "memory.h"
 #include "state.h"

@@ -1,5 +1,5 @@
 /*
- * dlpack_shared.c -- what DLPack's two directions share (import: dlpack.c,
+ * dlpack_shared.c -- what DLPack's two directions share (import: dlpack_import.c,
  * export: dlpack_export.c): which device types this backend's arrays
  * reach and their names, the vectorcall argument parser and the copy= and
  * pair arguments of __dlpack__ and from_dlpack, the stream of an array's
@@ -7,6 +7,7 @@
  * copy is asked for.
  */
 #include "pygpu.h"
+#include "dlpack_shared.h"
 #include "array.h"
 #include "dlpack.h"
 #include "stream.h"

@@ -15,6 +15,8 @@
 #include "device.h"
 #include "dlpack.h"
 #include "dlpack_exchange.h"
+#include "dlpack_import.h"
+#include "dlpack_shared.h"
 #include "dtype.h"
 #include "state.h"
 
@@ -74,8 +76,8 @@ enum rung {
     RUNG_NUMPY,         /* asarray: a NumPy array is host data */
     RUNG_EXCHANGE,      /* its type's DLPack C exchange table (dlpack_exchange.c) */
     RUNG_CAI,           /* asarray, CUDA: __cuda_array_interface__ (cai.c) */
-    RUNG_CAPSULE,       /* a DLPack capsule (dlpack.c) */
-    RUNG_DLPACK,        /* __dlpack__ and __dlpack_device__ (dlpack.c) */
+    RUNG_CAPSULE,       /* a DLPack capsule (dlpack_import.c) */
+    RUNG_DLPACK,        /* __dlpack__ and __dlpack_device__ (dlpack_import.c) */
     RUNG_CAI_REFUSED,   /* asarray, HIP and host: the CAI is checked, then refused saying why */
     RUNG_HOST_DATA,     /* asarray: anything NumPy converts, copied to the device */
 };

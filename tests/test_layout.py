@@ -106,8 +106,6 @@ def test_no_file_uses_another_files_mutable_globals(graph):
 
 def header_of(src):
     """The header that declares `src`'s functions, or None."""
-    if os.path.basename(src) in ("dlpack.c", "dlpack_shared.c", "dlpack_export.c", "dlpack_check.c"):
-        return "src/dlpack.h"   # (the DLPack files share one header, over the ABI's)
     h = src[:-2] + ".h"
     return h if os.path.exists(os.path.join(ROOT, h)) else None
 

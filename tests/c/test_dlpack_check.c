@@ -7,7 +7,7 @@
  * past them) without a crash or an accepted impossible layout.
  */
 #include "check.h"
-#include "dlpack.h"
+#include "dlpack_check.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /*
- * dlpack.c -- DLPack coming in: the tensor of a capsule, or of the
+ * dlpack_import.c -- DLPack coming in: the tensor of a capsule, or of the
  * capsule an object's __dlpack__ gives (asked with the Array API
  * standard's arguments, 2023.12), as a GPUArray; and from_dlpack's rule
  * for our own arrays.  The way out is dlpack_export.c, what both share
@@ -12,10 +12,13 @@
  * memory dies.  Host data on a GPU backend is copied to the device.
  */
 #include "pygpu.h"
-#include "dlpack.h"
+#include "dlpack_import.h"
 #include "array.h"
 #include "array_host.h"
 #include "device.h"
+#include "dlpack.h"
+#include "dlpack_check.h"
+#include "dlpack_shared.h"
 #include "dtype.h"
 #include "state.h"
 #include "stream.h"
