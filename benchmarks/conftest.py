@@ -18,3 +18,10 @@ def peer(name):
         return importlib.import_module(name)
     except Exception as e:  # any import failure means the peer is not usable here
         pytest.skip(f"{name} not usable: {e}")
+
+
+def median_seconds(benchmark):
+    """The median time of the benchmark just run, or None where timing is off
+    (`--benchmark-disable` runs each benchmark once, as a plain test)."""
+    stats = getattr(benchmark, "stats", None)
+    return stats.stats.median if stats else None

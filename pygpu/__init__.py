@@ -194,8 +194,12 @@ def __getattr__(name):
     raise AttributeError(f"module 'pygpu' has no attribute {name!r}")
 
 
+# The standard modules this file imports for itself: not PyGPU's names.
+_OWN_IMPORTS = ("importlib", "os", "re", "warnings")
+
+
 def __dir__():
-    return sorted(set(globals()) | set(_LOWLEVEL_NAMES) | set(_DRIVER_NAMES) | set(_SUBMODULES))
+    return sorted((set(globals()) - set(_OWN_IMPORTS)) | set(_LOWLEVEL_NAMES) | set(_DRIVER_NAMES) | set(_SUBMODULES))
 
 
 __all__ = sorted(_exported + list(_LOWLEVEL_NAMES) + list(_DRIVER_NAMES) + [

@@ -104,10 +104,25 @@ static PyObject *host_copy(PyObject *self)
     return pygpu_array_get((PyGPUArray *)self, NULL, NULL, 0, 0);
 }
 
+/* repr() and str() of an array whose DeviceAllocation was freed: what it
+ * was, without its values (which are gone); NULL (no exception) for an
+ * array whose memory is there. */
+static PyObject *freed_repr(PyObject *self)
+{
+    PyGPUArray *a = (PyGPUArray *)self;
+    if (pygpu_memory_usable(a->mem) == 0)
+        return NULL;
+    PyErr_Clear();
+    return PyUnicode_FromFormat("<GPUArray of freed memory: shape %R, dtype %R, device %d>", a->shape_tuple,
+                                (PyObject *)a->descr, a->device);
+}
+
 static PyObject *array_repr(PyObject *self)
 {
-    PyObject *h = host_copy(self), *text = NULL, *lines = NULL, *out = NULL, *r = NULL;
-    if (!h)
+    PyObject *h, *text = NULL, *lines = NULL, *out = NULL, *r = NULL;
+    if ((r = freed_repr(self)) != NULL)
+        return r;
+    if (!(h = host_copy(self)))
         return NULL;
     /* NumPy writes "array(...)", continuation lines indented under the
      * parenthesis: rename it and indent them by the three letters added. */
@@ -144,9 +159,9 @@ done:
 
 static PyObject *array_str(PyObject *self)
 {
-    PyObject *h = host_copy(self);
-    if (!h)
-        return NULL;
+    PyObject *h = freed_repr(self);
+    if (h || !(h = host_copy(self)))
+        return h;
     PyObject *r = PyObject_Str(h);
     Py_DECREF(h);
     return r;

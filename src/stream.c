@@ -158,10 +158,17 @@ static PyObject *stream_new(PyTypeObject *tp, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"non_blocking", "priority", NULL};
     int non_blocking = 0;
-    PyObject *prio_obj = NULL;
+    PyObject *nb_obj = NULL, *prio_obj = NULL;
     pygpu_state *st = pygpu_state_of_type(tp);
-    if (!st || !PyArg_ParseTupleAndKeywords(args, kwds, "|pO:Stream", kwlist, &non_blocking, &prio_obj))
+    if (!st || !PyArg_ParseTupleAndKeywords(args, kwds, "|OO:Stream", kwlist, &nb_obj, &prio_obj))
         return NULL;
+    if (nb_obj) {       /* a bool (NumPy's too; or an int, PyCUDA's flags), as strict as the priority */
+        if (!PyLong_Check(nb_obj) && !PyArray_IsScalar(nb_obj, Bool))
+            return PyErr_Format(PyExc_TypeError, "Stream non_blocking must be a bool, not %.100s",
+                                Py_TYPE(nb_obj)->tp_name);
+        if ((non_blocking = PyObject_IsTrue(nb_obj)) < 0)
+            return NULL;
+    }
     int priority = 0;
     if (prio_obj) {
         if (!PyLong_Check(prio_obj) || PyBool_Check(prio_obj))

@@ -275,3 +275,13 @@ def test_unforced_import_takes_the_gpu(run_python):
     r = run_python("import pygpu; print(pygpu.backend, pygpu.device_count())")
     name, count = r.stdout.split()
     assert name == pygpu.backend and int(count) >= 1
+
+
+def test_dir_shows_pygpus_names_only():
+    """dir(pygpu) lists the API (and the submodules, the PyCUDA and PyGPU
+    names loaded on first use), not the standard modules pygpu/__init__.py
+    imports for itself."""
+    names = set(dir(pygpu))
+    assert not names & {"os", "re", "warnings", "importlib"}, sorted(names & {"os", "re", "warnings", "importlib"})
+    assert {"to_gpu", "GPUArray", "Stream", "driver", "pagelocked_empty", "DeviceArray_float64"} <= names
+    assert set(pygpu.__all__) <= names

@@ -38,6 +38,11 @@ def test_non_blocking_flag():
     assert Stream(non_blocking=True).non_blocking is True
     assert Stream(non_blocking=False).non_blocking is False
     assert Stream(True).non_blocking is True
+    assert Stream(non_blocking=1).non_blocking is True            # (PyCUDA's flags: an int)
+    assert Stream(non_blocking=np.True_).non_blocking is True
+    for bad in ("yes", "", 1.0, None, [1]):                         # checked as strictly as the priority
+        with pytest.raises(TypeError, match="Stream non_blocking must be a bool"):
+            Stream(non_blocking=bad)
 
 
 def test_priority_clamped():
