@@ -382,6 +382,8 @@ static PyObject *device_peer_route(PyObject *self, PyObject *arg)
     int usable, dev = ((PyGPUDevice *)self)->id, src = peer_arg(self, arg, &st);
     if (src < 0)
         return NULL;
+    if (src == dev)
+        return PyErr_Format(PyExc_ValueError, "device %d cannot be its own peer", dev);
     Py_BEGIN_ALLOW_THREADS
     usable = pygpu_peer_route(dev, src, &why);
     Py_END_ALLOW_THREADS

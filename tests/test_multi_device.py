@@ -408,6 +408,8 @@ def test_peer_route_says_how_copies_go():
         pygpu.transfer_config(peer=old)
     with pytest.raises(ValueError, match="out of range"):
         pygpu.Device(0).peer_route(NDEV)
+    with pytest.raises(ValueError, match="its own peer"):
+        pygpu.Device(1).peer_route(1)
     with pytest.raises(TypeError, match="peer must be a pygpu.Device or an int"):
         pygpu.Device(0).peer_route("0")
 
