@@ -122,3 +122,15 @@ def get_requires_for_build_wheel(config_settings=None):
 
 def get_requires_for_build_editable(config_settings=None):
     return _with_runtime(_setuptools.get_requires_for_build_editable(config_settings))
+
+
+def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
+    """setuptools' editable wheel in its "compat" mode unless asked otherwise:
+    a .pth file puts the checkout on sys.path, so that `import pygpu` finds
+    the package from any directory.  In the default mode setuptools' own
+    finder is asked only after Python's path finder, which takes a folder
+    named pygpu in the current directory (the clone, run from its parent) as
+    an empty namespace package first."""
+    settings = dict(config_settings or {})
+    settings.setdefault("editable_mode", "compat")
+    return _setuptools.build_editable(wheel_directory, settings, metadata_directory)

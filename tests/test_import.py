@@ -3,6 +3,8 @@ import ctypes
 import json
 import os
 import re
+import subprocess
+import sys
 import types
 import warnings
 
@@ -285,3 +287,21 @@ def test_dir_shows_pygpus_names_only():
     assert not names & {"os", "re", "warnings", "importlib"}, sorted(names & {"os", "re", "warnings", "importlib"})
     assert {"to_gpu", "GPUArray", "Stream", "driver", "pagelocked_empty", "DeviceArray_float64"} <= names
     assert set(pygpu.__all__) <= names
+
+
+def test_a_folder_named_pygpu_where_python_runs_does_not_shadow_the_package(tmp_path):
+    """Run from a clone's parent, where the clone's folder is named pygpu
+    (and has no __init__.py), `import pygpu` still finds the package, not
+    an empty namespace package: the editable install puts the checkout on
+    sys.path (build_support/pygpu_build.py), and an installed wheel is a
+    regular package in site-packages."""
+    probe = [sys.executable, "-c", "import pygpu; print(pygpu.__file__, hasattr(pygpu, 'to_gpu'))"]
+    env = {**os.environ, "PYGPU_BACKEND": "host"}
+    plain = subprocess.run(probe, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    if plain.returncode or not plain.stdout.strip().endswith("True"):
+        pytest.skip("pygpu is not importable outside the checkout here (not installed)")
+    (tmp_path / "pygpu").mkdir()
+    (tmp_path / "pygpu" / "README.md").write_text("the clone's folder\n")
+    shadowed = subprocess.run(probe, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert shadowed.returncode == 0, shadowed.stderr
+    assert shadowed.stdout == plain.stdout
