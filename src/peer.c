@@ -82,12 +82,15 @@ pygpu_status pygpu_peer_enable(int dev, int peer)
 pygpu_status pygpu_peer_disable(int dev, int peer)
 {
     pthread_mutex_lock(&peer_mu);
+    int was_on = peer_in_range(dev, peer) && peer_state[dev][peer] == 1, revoked = 0;
     /* What is queued on `dev` may be reading `peer`'s pool: done first. */
     pygpu_status s = on_dev(dev, synchronize_current, 0);
     if (s == 0)
-        s = pygpu_rt_mempool_grant(peer, dev, 0);
+        revoked = (s = pygpu_rt_mempool_grant(peer, dev, 0)) == 0;
     if (s == 0)
         s = on_dev(dev, pygpu_rt_disable_peer_access, peer);
+    if (s != 0 && revoked && was_on)
+        (void)pygpu_rt_mempool_grant(peer, dev, 1);     /* never half taken back */
     if (s == 0 && peer_in_range(dev, peer))
         peer_state[dev][peer] = 0;
     pthread_mutex_unlock(&peer_mu);
