@@ -165,6 +165,9 @@ static int lands_locked(int dst, int src)
     return lands;
 }
 
+static const char lost_why[] = "a check copy between the two devices' pools wrote nothing (a driver fault)";
+static const char refused_why[] = "the runtime refuses peer access between the two devices";
+
 int pygpu_peer_route(int dst, int src, const char **why)
 {
     pygpu_transfer_config cfg;
@@ -183,20 +186,17 @@ int pygpu_peer_route(int dst, int src, const char **why)
     pthread_mutex_lock(&peer_mu);
     int there = peer_state[dst][src], back = peer_state[src][dst];   /* 1 on, -1 refused, 0 not asked */
     if (pair_lands[dst][src] == -1) {
-        *why = "a check copy between the two devices' pools wrote nothing (a driver fault)";
+        *why = lost_why;
     } else if (there == -1 || back == -1) {
-        *why = "the runtime refuses peer access between the two devices";
+        *why = refused_why;
     } else if ((there == 1 || enable_locked(dst, src) == 0) && (back == 1 || enable_locked(src, dst) == 0)) {
         usable = lands_locked(dst, src);
         *why = usable ? "peer access and both pools' access granted, a check copy landed"
-                      : pair_lands[dst][src] == -1 ? "a check copy between the two devices' pools wrote nothing "
-                                                     "(a driver fault)"
-                                                   : "the check copy between the two devices failed";
+                      : pair_lands[dst][src] == -1 ? lost_why : "the check copy between the two devices failed";
     } else {
         (void)pygpu_rt_get_last_error();
-        *why = peer_state[dst][src] == -1 || peer_state[src][dst] == -1
-                   ? "the runtime refuses peer access between the two devices"
-                   : "peer access could not be enabled";
+        *why = peer_state[dst][src] == -1 || peer_state[src][dst] == -1 ? refused_why
+                                                                         : "peer access could not be enabled";
     }
     pthread_mutex_unlock(&peer_mu);
     return usable;

@@ -90,6 +90,12 @@ static int pieces_of(const pygpu_pair *p, size_t n)
     return p->shape[0] < (ptrdiff_t)k ? (int)p->shape[0] : (int)k;
 }
 
+/* The rows of piece j when `rows` are cut in pieces of `per` (the last shorter). */
+static ptrdiff_t piece_rows(ptrdiff_t rows, ptrdiff_t per, int j)
+{
+    return rows - j * per < per ? rows - j * per : per;
+}
+
 /* The view (layout 1 of `p`, at `from` on `sdev`) gathered into the dense
  * buffer `tmp` on `sdev` in `k` pieces cut along p's outermost axis, on a
  * stream of its own there (after the work queued on the source's legacy
@@ -113,7 +119,7 @@ static pygpu_status gather_across(ctx *c, ctx *sc, const pygpu_pair *p, char *to
     for (int j = 0; r == 0 && j < k && j * per < rows; j++) {
         pygpu_pair q = *p;
         ptrdiff_t r0 = j * per;
-        q.shape[0] = rows - r0 < per ? rows - r0 : per;
+        q.shape[0] = piece_rows(rows, per, j);
         if ((r = blame(sc, pygpu_rt_event_create(&done[j], PYGPU_EVENT_DISABLE_TIMING), "EventCreateWithFlags")) == 0 &&
             (r = cp_device_pass(sc, &q, 1, (char *)from + r0 * p->strides[1][0], tmp + r0 * ds[0], itemsize, 1)) == 0)
             r = blame(sc, pygpu_rt_event_record(done[j], *g), "EventRecord");
@@ -124,7 +130,7 @@ static pygpu_status gather_across(ctx *c, ctx *sc, const pygpu_pair *p, char *to
     if (r == 0)
         r = u;
     for (int j = 0; r == 0 && j < k && j * per < rows; j++) {
-        ptrdiff_t r0 = j * per, len = (rows - r0 < per ? rows - r0 : per) * ds[0];
+        ptrdiff_t r0 = j * per, len = piece_rows(rows, per, j) * ds[0];
         if ((r = blame(c, pygpu_rt_stream_wait_event(c->s, done[j]), "StreamWaitEvent")) == 0)
             r = blame(c, pygpu_rt_memcpy_peer_async(to + r0 * ds[0], ddev, tmp + r0 * ds[0], sdev, (size_t)len, c->s),
                       "MemcpyPeerAsync");
