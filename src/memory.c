@@ -20,8 +20,8 @@
 
 /* ---- DeviceAllocation ---------------------------------------------------- */
 
-/* Free `ptr` (pooled or not) on device `dev`, ordered on `stream`. */
-static pygpu_status free_on(void *ptr, int dev, int pooled, pygpu_stream_t stream)
+/* Free `ptr` (pooled, IPC or plain) on device `dev`, ordered on `stream`. */
+static pygpu_status free_on(void *ptr, int dev, int pooled, int ipc, pygpu_stream_t stream)
 {
     int prev = -1;
     if (pygpu_fork_broken())
@@ -30,7 +30,7 @@ static pygpu_status free_on(void *ptr, int dev, int pooled, pygpu_stream_t strea
         pygpu_rt_set_device(dev);
     else
         prev = -1;
-    pygpu_status s = pooled ? pygpu_rt_free_async(ptr, stream) : pygpu_rt_free(ptr);
+    pygpu_status s = pooled ? pygpu_rt_free_async(ptr, stream) : ipc ? pygpu_rt_ipc_free(ptr) : pygpu_rt_free(ptr);
     if (prev >= 0)
         pygpu_rt_set_device(prev);
     return s;
@@ -65,7 +65,7 @@ void pygpu_cache_flush(pygpu_state *st)
     pygpu_block_cache *c = &st->cache;
     while (c->n > 0) {
         c->n--;
-        if (free_on(c->block[c->n].ptr, c->block[c->n].device, 1, PYGPU_STREAM_NULL) != 0)
+        if (free_on(c->block[c->n].ptr, c->block[c->n].device, 1, 0, PYGPU_STREAM_NULL) != 0)
             (void)pygpu_rt_get_last_error();
     }
 }
@@ -82,7 +82,7 @@ static pygpu_status release(PyGPUMemory *m)
     /* (a DeviceAllocation's type is always this module's: no error to clear) */
     pygpu_state *st = m->cacheable ? pygpu_state_of((PyObject *)m) : NULL;
     if (!st || !cache_put(&st->cache, m->ptr, m->capacity, m->device))
-        s = free_on(m->ptr, m->device, m->pooled, m->stream);
+        s = free_on(m->ptr, m->device, m->pooled, m->ipc, m->stream);
     m->ptr = NULL;
     m->freed = 1;
     Py_CLEAR(m->stream_ref);
@@ -236,6 +236,8 @@ static PyMemberDef memory_members[] = {
     {"device", T_INT, offsetof(PyGPUMemory, device), READONLY, "The device holding the memory."},
     {"pooled", T_BOOL, offsetof(PyGPUMemory, pooled), READONLY,
      "True if it came from the stream-ordered pool."},
+    {"ipc", T_BOOL, offsetof(PyGPUMemory, ipc), READONLY,
+     "True if other processes can map it (mem_alloc(ipc=True); its handle: mem_get_ipc_handle)."},
     {"__weaklistoffset__", T_PYSSIZET, offsetof(PyGPUMemory, weakreflist), READONLY, NULL},
     {0},
 };
@@ -279,16 +281,48 @@ int pygpu_memory_init(PyObject *m, pygpu_state *st)
 
 /* ---- module functions: allocation --------------------------------------- */
 
+/* Plain device memory on the current device that other processes can map
+ * (its handle: mem_get_ipc_handle, src/ipc.c); freed at once, not ordered. */
+static PyObject *memory_new_ipc(pygpu_state *st, size_t nbytes)
+{
+    pygpu_status s;
+    int dev = pygpu_current_device(st);
+    if (dev < 0)
+        return NULL;
+    PyGPUMemory *m = (PyGPUMemory *)st->Memory->tp_alloc(st->Memory, 0);
+    if (!m)
+        return NULL;
+    m->size = m->capacity = nbytes;
+    m->device = dev;
+    m->ipc = 1;
+    m->stream = PYGPU_STREAM_NULL;
+    Py_BEGIN_ALLOW_THREADS
+    s = pygpu_rt_ipc_alloc(&m->ptr, nbytes);
+    Py_END_ALLOW_THREADS
+    if (s != 0) {
+        m->ptr = NULL;
+        m->freed = 1;
+        Py_DECREF(m);
+        (void)pygpu_check(st, s, "Malloc");
+        return NULL;
+    }
+    return (PyObject *)m;
+}
+
 static PyObject *mem_alloc(PyObject *mod, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"nbytes", "stream", NULL};
+    static char *kwlist[] = {"nbytes", "stream", "ipc", NULL};
     PyObject *n_obj, *stream = Py_None;
+    int ipc = 0;
     size_t n;
     pygpu_state *st = PyModule_GetState(mod);
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:mem_alloc", kwlist, &n_obj, &stream) ||
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O$p:mem_alloc", kwlist, &n_obj, &stream, &ipc) ||
         pygpu_size_arg(n_obj, "mem_alloc() nbytes", &n) < 0)
         return NULL;
-    return pygpu_memory_new(st, n, stream);
+    if (ipc && stream != Py_None)
+        return PyErr_Format(PyExc_ValueError, "mem_alloc(ipc=True) takes no stream: memory other processes "
+                            "can map is not ordered on one");
+    return ipc ? memory_new_ipc(st, n) : pygpu_memory_new(st, n, stream);
 }
 
 static PyObject *set_memory_pool(PyObject *mod, PyObject *arg)
@@ -346,20 +380,26 @@ int pygpu_address_arg(pygpu_state *st, PyObject *obj, void **ptr, size_t *size)
         *size = m->size;
         return 0;
     }
-    if (PyLong_Check(obj) && !PyBool_Check(obj)) {
+    if (PyIndex_Check(obj) && !PyBool_Check(obj)) {     /* an int, or int-like (IPCMemoryHandle) */
         int overflow = 0;
-        long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+        PyObject *v_obj = PyNumber_Index(obj);
+        if (!v_obj)
+            return -1;
+        long long v = PyLong_AsLongLongAndOverflow(v_obj, &overflow);
         if (overflow < 0 || (!overflow && v < 0)) {
-            PyErr_Format(PyExc_ValueError, "device address %R is negative", obj);
+            PyErr_Format(PyExc_ValueError, "device address %R is negative", v_obj);
+            Py_DECREF(v_obj);
             return -1;
         }
-        *ptr = PyLong_AsVoidPtr(obj);
+        *ptr = PyLong_AsVoidPtr(v_obj);
         *size = SIZE_MAX;
         if (*ptr == NULL && PyErr_Occurred()) {
             PyErr_Clear();
-            PyErr_Format(PyExc_OverflowError, "device address %R does not fit in a pointer", obj);
+            PyErr_Format(PyExc_OverflowError, "device address %R does not fit in a pointer", v_obj);
+            Py_DECREF(v_obj);
             return -1;
         }
+        Py_DECREF(v_obj);
         return 0;
     }
     PyErr_Format(PyExc_TypeError, "a device address must be a DeviceAllocation or an int, not %.100s",
@@ -542,8 +582,10 @@ SYNC_AND_ASYNC(memset_d8, fill_d8)
 
 static PyMethodDef memory_functions[] = {
     {"mem_alloc", KW(mem_alloc),
-     "mem_alloc(nbytes, stream=None)\n--\n\n"
-     "Allocate device memory on the current device; a DeviceAllocation."},
+     "mem_alloc(nbytes, stream=None, *, ipc=False)\n--\n\n"
+     "Allocate device memory on the current device; a DeviceAllocation.  From the\n"
+     "stream-ordered pool, ordered on `stream`; with ipc=True plain device memory that\n"
+     "other processes can map (mem_get_ipc_handle, IPCMemoryHandle)."},
     {"set_memory_pool", set_memory_pool, METH_O,
      "set_memory_pool(enabled, /)\n--\n\nAllocate from the stream-ordered pool (True) or not."},
     {"trim_memory_pool", KW(trim_memory_pool),

@@ -18,6 +18,7 @@
 #include "fork.h"
 #include "interop.h"
 #include "lowlevel.h"
+#include "ipc.h"
 #include "memory.h"
 #include "names.h"
 #include "pinned.h"
@@ -109,7 +110,7 @@ static int module_exec(PyObject *m)
         pygpu_stream_init(m, st) < 0 || pygpu_event_init(m, st) < 0 ||
         pygpu_memory_init(m, st) < 0 || pygpu_pinned_init(m, st) < 0 ||
         pygpu_device_functions_init(m) < 0 || pygpu_stream_functions_init(m) < 0 ||
-        pygpu_memory_functions_init(m) < 0 || pygpu_pinned_functions_init(m) < 0 ||
+        pygpu_memory_functions_init(m) < 0 || pygpu_pinned_functions_init(m) < 0 || pygpu_ipc_init(m) < 0 ||
         pygpu_transfer_functions_init(m) < 0 ||
         pygpu_array_init(m, st) < 0 || pygpu_capi_init(m, st) < 0 || pygpu_interop_init(m) < 0 ||
         pygpu_exchange_init(st) < 0 || pygpu_exchange_timing_init(m) < 0 ||

@@ -110,6 +110,7 @@ typedef struct {                /* DeviceAllocation: owner of one device allocat
     size_t size;
     int device;
     int pooled;                 /* from the stream-ordered pool: free on `stream` */
+    int ipc;                    /* mem_alloc(ipc=True): other processes can map it (src/ipc.c) */
     int cacheable;              /* may go back to the module's block cache */
     int freed;                  /* free() was called (the memory may wait for `views`) */
     Py_ssize_t views;           /* GPUArrays using it: they hold the memory past free() */

@@ -95,6 +95,21 @@ pygpu_status pygpu_rt_mempool_trim(int dev, size_t keep_bytes);
  * upper layers keep no cache of freed blocks in front of it. */
 int pygpu_rt_alloc_is_cheap(void);
 
+/* Memory other processes can map (the runtimes' IPC handles).  ipc_alloc
+ * allocates `n` bytes on the current device outside the pool (pool memory
+ * has no such handle); free it with ipc_free.  ipc_handle writes the
+ * handle of such an allocation (its base address `p`) into `h`; another
+ * process opens it with ipc_open, which maps the memory there and sets *p
+ * (on the device current when it is called, with peer access enabled as
+ * needed), and unmaps it with ipc_close.  A process cannot open its own
+ * handles (the runtimes' rule: it has the memory already). */
+#define PYGPU_IPC_HANDLE_BYTES 64
+pygpu_status pygpu_rt_ipc_alloc(void **p, size_t n);
+pygpu_status pygpu_rt_ipc_free(void *p);
+pygpu_status pygpu_rt_ipc_handle(void *p, unsigned char h[PYGPU_IPC_HANDLE_BYTES]);
+pygpu_status pygpu_rt_ipc_open(const unsigned char h[PYGPU_IPC_HANDLE_BYTES], void **p);
+pygpu_status pygpu_rt_ipc_close(void *p);
+
 /* Page-locked host memory. */
 pygpu_status pygpu_rt_host_alloc(void **p, size_t n);
 pygpu_status pygpu_rt_host_free(void *p);

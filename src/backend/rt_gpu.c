@@ -286,6 +286,36 @@ pygpu_status pygpu_rt_mempool_trim(int dev, size_t keep_bytes)
     return RT(MemPoolTrimTo)(pool, keep_bytes);
 }
 
+/* ---- memory other processes can map ----------------------------------- */
+
+#if defined(PYGPU_BACKEND_CUDA)
+typedef cudaIpcMemHandle_t rt_ipc_handle;
+#else
+typedef hipIpcMemHandle_t rt_ipc_handle;
+#endif
+_Static_assert(sizeof(rt_ipc_handle) == PYGPU_IPC_HANDLE_BYTES, "the runtime's IPC handle is 64 bytes");
+
+pygpu_status pygpu_rt_ipc_alloc(void **p, size_t n) { return RT(Malloc)(p, n); }
+pygpu_status pygpu_rt_ipc_free(void *p) { return RT(Free)(p); }
+
+pygpu_status pygpu_rt_ipc_handle(void *p, unsigned char h[PYGPU_IPC_HANDLE_BYTES])
+{
+    rt_ipc_handle handle;
+    rt_error e = RT(IpcGetMemHandle)(&handle, p);
+    if (e == RT(Success))
+        memcpy(h, &handle, sizeof handle);
+    return e;
+}
+
+pygpu_status pygpu_rt_ipc_open(const unsigned char h[PYGPU_IPC_HANDLE_BYTES], void **p)
+{
+    rt_ipc_handle handle;
+    memcpy(&handle, h, sizeof handle);
+    return RT(IpcOpenMemHandle)(p, handle, RT(IpcMemLazyEnablePeerAccess));
+}
+
+pygpu_status pygpu_rt_ipc_close(void *p) { return RT(IpcCloseMemHandle)(p); }
+
 /* ---- page-locked host memory ------------------------------------------ */
 
 pygpu_status pygpu_rt_host_alloc(void **p, size_t n)
