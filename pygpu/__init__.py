@@ -174,7 +174,7 @@ _LOWLEVEL_NAMES = (
     "cudaEventSynchronize", "cudaEventQuery", "cudaEventElapsedTime", "cudaStreamSynchronize",
     "cudaStreamQuery", "cudaStreamWaitEvent",
 ) + tuple(f"{kind}_{t}" for kind in ("DeviceArray", "pointer_wrapper", "ptr_wrapper") for t in _LOWLEVEL_DTYPES)
-_SUBMODULES = ("driver", "lowlevel", "autoinit", "bench", "mpi")
+_SUBMODULES = ("driver", "lowlevel", "autoinit", "bench", "bench_mpi", "mpi")
 # Page-locked host arrays, PyCUDA's way (from pygpu.driver), also at the top.
 _DRIVER_NAMES = ("pagelocked_empty", "pagelocked_zeros", "pagelocked_empty_like", "pagelocked_zeros_like",
                  "register_host_memory")

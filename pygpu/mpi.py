@@ -31,6 +31,24 @@ Two ways a GPUArray reaches MPI:
   for the caller.  The non-blocking calls (``Isend``, ``Irecv``...) are not
   wrapped in this mode: their buffers would have to outlive the call.
 
+* **device to device** between ranks of one node when MPI is not CUDA-aware
+  (the GPU backends; the host backend too when ``cuda_aware=False`` is
+  asked, so that CI runs it): ``Send``/``Recv``/``Sendrecv`` of a GPUArray
+  of ``Comm.ipc_min_bytes`` or more go through a mailbox of device memory
+  that the receiving rank maps once (``mem_alloc(ipc=True)``,
+  ``IPCMemoryHandle``): the sender copies pieces into its mailbox on its
+  device, the receiver copies them out over the link between the devices
+  (NVLink where there is one) into its buffer, the two taking turns by MPI
+  messages, so that both copies run at once.  MPI still matches the
+  message: a small header goes where the data would (same source, tag and
+  communicator), the rest on a duplicate of the communicator.  Both ends
+  must therefore use ``Comm`` (any buffer kind on the receiving side), and
+  ``Comm(comm)`` is collective over ``comm`` (it duplicates it), as MPI's
+  communicator constructors are; ``Comm(comm, ipc=False)`` is not, and
+  stages as before.  A receiver that cannot map the sender's mailbox (another
+  container, devices that cannot reach each other) has the data staged.
+  Collectives and ranks on other nodes are staged.
+
 ``cuda_aware()`` says which holds: ``PYGPU_MPI_CUDA_AWARE=1`` or ``0`` decides;
 else the MPI library is asked (``MPIX_Query_cuda_support``, which Open MPI
 and MPICH provide, or their ROCm/HIP forms); a library that cannot say is
@@ -38,7 +56,11 @@ taken as not aware.  ``Comm(comm, cuda_aware=...)`` overrides it per
 communicator.
 """
 import ctypes
+import itertools
 import os
+import socket
+import struct
+import threading
 
 import numpy as np
 
@@ -202,17 +224,28 @@ class Comm:
     ``cuda_aware``: None asks ``cuda_aware()``; True passes GPUArrays to MPI
     directly; False stages them through page-locked host memory."""
 
-    def __init__(self, comm, cuda_aware=None):
+    #: GPUArrays of at least this many bytes go device to device to ranks of this node
+    ipc_min_bytes = 256 << 10
+
+    def __init__(self, comm, cuda_aware=None, ipc=None):
         if isinstance(comm, Comm):
+            if cuda_aware is None and ipc is None:
+                self.__dict__.update(comm.__dict__)
+                return
             comm = comm.comm
         self.comm = comm
         self.cuda_aware = _library_cuda_aware() if cuda_aware is None else bool(cuda_aware)
+        self._ipc = None
+        if (not self.cuda_aware if ipc is None else bool(ipc)) and comm.Get_size() > 1:
+            self._ipc = _Node.of(comm)
 
     def __getattr__(self, name):
         return getattr(self.comm, name)
 
     def __repr__(self):
         how = "direct" if self.cuda_aware else "staged through pinned host memory"
+        if self._ipc is not None and self._ipc.local:
+            how += f", device to device with {len(self._ipc.local)} rank(s) of this node"
         return f"<pygpu.mpi.Comm rank {self.comm.Get_rank()} of {self.comm.Get_size()}, {how}>"
 
     def _run(self, fn, sends=(), recvs=(), inplace_recv=()):
@@ -226,24 +259,49 @@ class Comm:
         return sendbuf is _mpi().IN_PLACE
 
     # point to point
+    def _by_ipc(self, buf, dest):
+        """The GPUArray of `buf` if it goes to `dest` device to device, else None."""
+        a = _split(buf)[0]
+        if (self._ipc is not None and dest in self._ipc.local and isinstance(a, pygpu.GPUArray)
+                and a.nbytes >= self.ipc_min_bytes):
+            return a
+        return None
+
     def Send(self, buf, dest, tag=0):
+        a = self._by_ipc(buf, dest)
+        if a is not None:
+            return _drive(self._ipc.send(a, dest, tag))
         return self._run(lambda s: self.comm.Send(s, dest, tag), sends=[buf])
 
     def Ssend(self, buf, dest, tag=0):
+        a = self._by_ipc(buf, dest)
+        if a is not None:       # (it returns once the receiver has the data: synchronous already)
+            return _drive(self._ipc.send(a, dest, tag))
         return self._run(lambda s: self.comm.Ssend(s, dest, tag), sends=[buf])
 
     def Recv(self, buf, source=None, tag=None, status=None):
         MPI = _mpi()
         source = MPI.ANY_SOURCE if source is None else source
         tag = MPI.ANY_TAG if tag is None else tag
+        if self._ipc is not None and self._ipc.local:
+            return _drive(self._ipc.recv(self, buf, source, tag, status))
         return self._run(lambda r: self.comm.Recv(r, source, tag, status), recvs=[buf])
 
     def Sendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=None, recvtag=None, status=None):
         MPI = _mpi()
         source = MPI.ANY_SOURCE if source is None else source
         recvtag = MPI.ANY_TAG if recvtag is None else recvtag
+        if self._ipc is not None and self._ipc.local:
+            a = self._by_ipc(sendbuf, dest)
+            sending = self._ipc.send(a, dest, sendtag) if a is not None else self._plain_send(sendbuf, dest, sendtag)
+            return _drive(sending, self._ipc.recv(self, recvbuf, source, recvtag, status))
         return self._run(lambda s, r: self.comm.Sendrecv(s, dest, sendtag, r, source, recvtag, status),
                          sends=[sendbuf], recvs=[recvbuf])
+
+    def _plain_send(self, buf, dest, tag):
+        """A send as before (staged, or direct), as steps for _drive."""
+        data = _Buffers(self.cuda_aware).send(buf)
+        yield self.comm.Isend(data, dest, tag)
 
     # collectives
     def Bcast(self, buf, root=0):
@@ -277,3 +335,248 @@ class Comm:
 
     def Alltoall(self, sendbuf, recvbuf):
         return self._reduce_like(self.comm.Alltoall, sendbuf, recvbuf)
+
+
+# ---- device to device between ranks of one node -------------------------------------
+
+_MAGIC = b"pygpu-mpi-ipc\x00\x01\x00"
+_HEADER = struct.Struct("<16sQQQQQ64s")     # magic, node key, transfer, bytes, piece, slots, handle
+_READY, _FREED = 0, 1                       # the two kinds of message of a transfer
+_TRUNCATED, _STAGE = -1, -2                 # what a receiver answers instead of a free slot
+
+
+def _node_name():
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot = f.read().strip()
+    except OSError:
+        boot = ""
+    return f"{socket.gethostname()}/{boot}"
+
+
+def _drive(*steps):
+    """Run generators of MPI requests to the end, together: each yields a
+    request to wait for, or None to be asked again (polling).  The last
+    one's return value."""
+    results = [None] * len(steps)
+    live = {}                       # index -> what it waits for
+
+    def advance(i):
+        try:
+            live[i] = next(steps[i])
+        except StopIteration as stop:
+            live.pop(i, None)
+            results[i] = stop.value
+
+    for i in range(len(steps)):
+        advance(i)
+    while live:
+        if len(live) == 1:
+            (i, req), = live.items()
+            if req is not None:
+                req.Wait()
+            advance(i)
+            continue
+        for i, req in list(live.items()):
+            if req is None or req.Test():
+                advance(i)
+    return results[-1]
+
+
+class _Mailbox:
+    """This process's device memory for pieces on their way to another rank
+    (one per device), and the receiving side's mappings of other ranks'."""
+
+    SLOTS = 4
+    SLOT_BYTES = 16 << 20
+
+    def __init__(self):
+        self.mem = pygpu.mem_alloc(self.SLOTS * self.SLOT_BYTES, ipc=True)
+        self.handle = pygpu.mem_get_ipc_handle(self.mem)
+        self.lock = threading.Lock()
+
+
+class _Node:
+    """What the ranks of one communicator know of each other: which are on
+    this node, a duplicate of the communicator for the messages of a
+    transfer, and the mailboxes.  One per communicator (made collectively
+    the first time, then found again)."""
+
+    _known = {}
+    _boxes = {}                 # device -> _Mailbox
+    _opened = {}                # sender's handle -> IPCMemoryHandle, or the error opening it
+
+    def __init__(self, comm):
+        MPI = _mpi()
+        self.comm = comm
+        self.priv = comm.Dup()
+        me = (_node_name(), os.getpid())
+        everyone = self.priv.allgather(me)
+        self.rank = comm.Get_rank()
+        self.local = {r for r, (node, pid) in enumerate(everyone) if node == me[0] and r != self.rank}
+        self.key = self.priv.bcast(int.from_bytes(os.urandom(8), "little") >> 1 if self.rank == 0 else None)
+        self.ids = itertools.count()
+        ub = self.priv.Get_attr(MPI.TAG_UB) or 32767
+        self.tags = max(1, (ub - 1) // 2)
+
+    @classmethod
+    def of(cls, comm):
+        MPI = _mpi()
+        known = cls._known.get(comm.py2f())
+        if known is not None and MPI.Group.Compare(known.comm.Get_group(), comm.Get_group()) == MPI.IDENT:
+            return known
+        node = cls._known[comm.py2f()] = cls(comm)
+        return node
+
+    def mailbox(self):
+        dev = pygpu.get_device()
+        box = self._boxes.get(dev)
+        if box is None:
+            box = self._boxes[dev] = _Mailbox()
+        return box
+
+    def opened(self, handle):
+        """The sender's mailbox mapped here, or None where it cannot be."""
+        m = self._opened.get(handle)
+        if m is None:
+            try:
+                m = pygpu.IPCMemoryHandle(handle)
+            except pygpu.GPUError as e:
+                m = e
+            self._opened[handle] = m
+        return None if isinstance(m, Exception) else m
+
+    # -- sending ------------------------------------------------------------------
+
+    def send(self, a, dest, tag):
+        """Steps of a send of GPUArray `a` to `dest` through this rank's mailbox."""
+        src = a if _contiguous(a) else a.copy()
+        n = src.nbytes
+        box = self.mailbox()
+        stream = pygpu.current_stream()        # (after the work queued on it that writes `a`)
+        with box.lock:
+            x = next(self.ids) % self.tags
+            piece = min(box.SLOT_BYTES, max(256 << 10, -(-n // box.SLOTS)))
+            pieces = -(-n // piece)
+            header = _HEADER.pack(_MAGIC, self.key, x, n, piece, box.SLOTS, box.handle)
+            sent = self.comm.Isend([header, _mpi().BYTE], dest, tag)
+            reply = np.zeros(1, np.int64)
+            ready = np.zeros(1, np.int64)
+            answer = None
+            for k in range(pieces):
+                if k >= box.SLOTS:
+                    yield self.priv.Irecv(reply, dest, 2 * x + _FREED)
+                    if reply[0] < 0:
+                        answer = int(reply[0])
+                        break
+                at = (k % box.SLOTS) * piece
+                size = min(piece, n - k * piece)
+                pygpu.memcpy_dtod_async(box.mem.ptr + at, src.ptr + k * piece, size, stream=stream)
+                stream.synchronize()
+                ready[0] = k
+                self.priv.Send(ready, dest, 2 * x + _READY)
+            if answer is None:      # the last pieces' slots (or an answer instead)
+                for k in range(max(0, pieces - box.SLOTS), pieces):
+                    yield self.priv.Irecv(reply, dest, 2 * x + _FREED)
+                    if reply[0] < 0:
+                        answer = int(reply[0])
+                        break
+        if answer == _STAGE:
+            host = src.get(pagelocked=True)
+            yield self.priv.Isend([host, n, _mpi().BYTE], dest, 2 * x + _READY)
+        yield sent
+
+    # -- receiving ----------------------------------------------------------------
+
+    def recv(self, owner, buf, source, tag, status):
+        """Steps of a receive into `buf` (any buffer): a header starts a
+        transfer from a mailbox; any other message is received as it is."""
+        MPI = _mpi()
+        probed = MPI.Status()
+        while True:
+            msg = self.comm.Improbe(source, tag, probed)
+            if msg is not None:
+                break
+            yield None
+        if probed.Get_count(MPI.BYTE) != _HEADER.size:
+            b = _Buffers(owner.cuda_aware)
+            target = b.recv(buf)
+            msg.Recv(target, status)
+            b.finish()
+            return None
+        raw = bytearray(_HEADER.size)
+        msg.Recv([raw, MPI.BYTE], status)
+        fields = _HEADER.unpack(raw)
+        if fields[0] != _MAGIC or fields[1] != self.key:
+            _write_bytes(buf, raw, owner.cuda_aware)     # a plain message of that size
+            return None
+        _, _, x, n, piece, slots, handle = fields
+        peer = probed.Get_source()
+        pieces = -(-n // piece)
+        if status is not None:
+            status.Set_elements(MPI.BYTE, n)
+        a, rest, is_list = _split(buf)
+        gpu = isinstance(a, pygpu.GPUArray)
+        capacity = a.nbytes if gpu else memoryview(_split_host(buf)).nbytes
+        box = self.opened(handle)
+        answer = _TRUNCATED if n > capacity else (_STAGE if box is None else None)
+        reply = np.zeros(1, np.int64)
+        ready = np.zeros(1, np.int64)
+        if answer is not None:
+            reply[0] = answer
+            self.priv.Send(reply, peer, 2 * x + _FREED)
+            for _ in range(min(slots, pieces)):         # the pieces it sent before it knew
+                yield self.priv.Irecv(ready, peer, 2 * x + _READY)
+            if answer == _TRUNCATED:
+                raise MPI.Exception(MPI.ERR_TRUNCATE)
+            b = _Buffers(owner.cuda_aware)
+            target = _split_host(b.recv(buf))
+            yield self.priv.Irecv([target, n, MPI.BYTE], peer, 2 * x + _READY)
+            b.finish()
+            return None
+        dest = a if gpu and _contiguous(a) else (a.copy() if gpu else None)
+        host = None if gpu else np.frombuffer(_split_host(buf), np.uint8)
+        stream = pygpu.current_stream()
+        done = [None] * slots
+        lag = slots - 1
+
+        def free(j):
+            done[j % slots].synchronize()
+            reply[0] = j
+            self.priv.Send(reply, peer, 2 * x + _FREED)
+
+        for k in range(pieces):
+            yield self.priv.Irecv(ready, peer, 2 * x + _READY)
+            at = (k % slots) * piece
+            size = min(piece, n - k * piece)
+            if dest is not None:
+                pygpu.memcpy_dtod_async(dest.ptr + k * piece, box.ptr + at, size, stream=stream)
+            else:               # (into pageable memory: landed when the call returns)
+                pygpu.memcpy_dtoh(host[k * piece:k * piece + size], box.ptr + at, stream=stream)
+            done[k % slots] = pygpu.Event().record(stream)
+            if k >= lag:
+                free(k - lag)
+        for j in range(max(0, pieces - lag), pieces):
+            free(j)
+        if dest is not None and dest is not a:
+            a[...] = dest
+        return None
+
+
+def _split_host(buf):
+    """The host object of a buffer argument (an array, or [array, ...])."""
+    return buf[0] if isinstance(buf, (list, tuple)) else buf
+
+
+def _write_bytes(buf, raw, direct):
+    """Put the bytes of a message received elsewhere where MPI would have."""
+    b = _Buffers(direct)
+    target = _split_host(b.recv(buf))
+    if isinstance(target, pygpu.GPUArray):
+        pygpu.memcpy_htod(target.ptr, np.frombuffer(raw, np.uint8)[:min(len(raw), target.nbytes)])
+    else:
+        view = memoryview(target).cast("B")
+        if len(raw) > view.nbytes:
+            raise _mpi().Exception(_mpi().ERR_TRUNCATE)
+        view[:len(raw)] = raw
+    b.finish()

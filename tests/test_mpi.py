@@ -149,3 +149,27 @@ def test_example_with_two_ranks(aware):
     assert f"devices {devices}" in proc.stdout, proc.stdout
     if aware == "0":
         assert "staged through pinned host memory" in proc.stdout
+
+
+# ---- device to device between ranks of one node, under mpirun ---------------------------------
+
+IPC_CHECK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mpi_ipc_check.py")
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_device_to_device_between_ranks(ranks):
+    """Every way Comm sends and receives, through the mailboxes, checked bit
+    for bit (tests/mpi_ipc_check.py); 3 ranks share 2 devices."""
+    env = {"PYGPU_BACKEND": pygpu.backend}
+    if pygpu.backend == "host":
+        env["PYGPU_HOST_DEVICES"] = 2
+    proc = subprocess.run(mpirun() + ["-np", str(ranks), sys.executable, IPC_CHECK, "staged"],
+                          env=clean_env(**env), cwd=PACKAGE_ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert f"mpi_ipc_check: OK, {ranks} ranks" in proc.stdout, proc.stdout
+
+
+def test_comm_of_one_rank_has_no_mailbox():
+    comm = pygpu.mpi.Comm(MPI.COMM_SELF, cuda_aware=False)
+    assert comm._ipc is None
+    assert pygpu.mpi.Comm(MPI.COMM_SELF, cuda_aware=False, ipc=True)._ipc is None

@@ -7,7 +7,7 @@
 #   bash tools/gpu-check.sh bench      build + everything but the tests
 #   bash tools/gpu-check.sh devices    build + the multi-device and MPI tests (and the main job's peers
 #                                      section and bench --devices, tested) + the peers section + bench
-#                                      --devices + benchmarks/test_devices.py + every device transferring
+#                                      --devices + the MPI ping-pong (pygpu.bench_mpi) + benchmarks/test_devices.py + every device transferring
 #                                      at once (bench_scale.devices_at_once), 2 rounds
 #   bash tools/gpu-check.sh copies     build + the tests of copies on the device + bench --copies
 #   bash tools/gpu-check.sh wheel      no build: the wheel carried in .wheels/ (built here with the CUDA
@@ -121,6 +121,10 @@ devices() {
         nvidia-smi topo -m 2>/dev/null | head -5
         python3 -m pygpu --no-bench 2>/dev/null | grep -A "$((ngpu * (ngpu - 1)))" '^peers'
         python3 -m pygpu.bench --devices 2>/dev/null | tee "$OUT/bench-devices.txt"
+        echo "== MPI ping-pong, 2 ranks (python -m pygpu.bench_mpi)"
+        mpi=(mpirun -np 2)
+        mpirun --version 2>&1 | grep -q "Open MPI" && mpi+=(--oversubscribe --allow-run-as-root)
+        "${mpi[@]}" python3 -m pygpu.bench_mpi 2>&1 | grep -v "^\[" | tee "$OUT/bench-mpi.txt"
         for round in 1 2; do
             python3 -c "from pygpu import bench_scale as b; print(b.at_once_table(b.devices_at_once(), 64 << 20))" \
                 2>/dev/null | tee -a "$OUT/bench-devices-at-once.txt"

@@ -1,0 +1,131 @@
+"""pygpu.mpi device to device between ranks of one node, checked bit for bit.
+
+Run under mpirun with 2 or more ranks (tests/test_mpi.py does, on every
+backend; on the host backend with cuda_aware=False, so that the mailboxes
+are shared memory).  Every rank sends to the next and receives from the
+previous, in every way Comm offers, and checks each result against NumPy;
+rank 0 prints "mpi_ipc_check: OK, N ranks" at the end.
+"""
+import sys
+
+import numpy as np
+from mpi4py import MPI
+
+import pygpu
+import pygpu.mpi
+
+world = MPI.COMM_WORLD
+aware = {"aware": True, "staged": False}[sys.argv[1]] if len(sys.argv) > 1 else None
+comm = pygpu.mpi.Comm(world, cuda_aware=aware)
+rank, size = comm.rank, comm.size
+nxt, prv = (rank + 1) % size, (rank - 1) % size
+pygpu.mpi.select_device(world)
+assert comm._ipc is not None and comm._ipc.local == set(range(size)) - {rank}, (comm._ipc, rank)
+assert "device to device" in repr(comm), repr(comm)
+
+
+def data(n, sender, dtype=np.float64, salt=0):
+    """The `n` elements `sender` sends (different for every sender and size)."""
+    r = np.random.default_rng([n, sender, salt])
+    return r.integers(-2**31, 2**31, n).astype(dtype)
+
+
+MIN = comm.ipc_min_bytes
+PIECE = pygpu.mpi._Mailbox.SLOT_BYTES
+SLOTS = pygpu.mpi._Mailbox.SLOTS
+# below the threshold (a plain message), at it, pieces that do not divide
+# the bytes, more pieces than slots, and far more
+counts = [1000, MIN // 8, MIN // 8 + 1, (3 * PIECE) // 8 + 5, ((SLOTS + 2) * PIECE) // 8 + 3]
+
+# Send / Recv around the ring (the even ranks send first, so that nothing waits on itself)
+for n in counts:
+    a = pygpu.to_gpu(data(n, rank))
+    b = pygpu.zeros(n, np.float64)
+    st = MPI.Status()
+    if rank % 2 == 0:
+        comm.Send(a, dest=nxt, tag=7)
+        comm.Recv(b, source=prv, tag=7, status=st)
+    else:
+        comm.Recv(b, source=prv, tag=7, status=st)
+        comm.Send(a, dest=nxt, tag=7)
+    assert np.array_equal(b.get(), data(n, prv)), ("Send/Recv", n)
+    assert st.Get_source() == prv and st.Get_tag() == 7 and st.Get_count(MPI.DOUBLE) == n, ("status", n)
+
+# the sender's mailbox was mapped here, not staged around
+opened = list(pygpu.mpi._Node._opened.values())
+assert len(opened) == 1 and isinstance(opened[0], pygpu.IPCMemoryHandle), opened
+
+# Sendrecv: everyone sends and receives at once, strided views both ways
+for n in counts:
+    h = data(2 * n, rank, np.float32)
+    a = pygpu.to_gpu(h)
+    c = pygpu.zeros(4 * n, np.float32)
+    comm.Sendrecv(a[::2], dest=nxt, sendtag=3, recvbuf=c[::4], source=prv, recvtag=3)
+    expect = np.zeros(4 * n, np.float32)
+    expect[::4] = data(2 * n, prv, np.float32)[::2]
+    assert np.array_equal(c.get(), expect), ("Sendrecv strided", n)
+
+# a NumPy receiver of a GPUArray, and a GPUArray receiver of NumPy; any source and tag
+n = counts[3]
+for way in range(2):
+    send = pygpu.to_gpu(data(n, rank, salt=way)) if way == 0 else data(n, rank, salt=way)
+    recv = np.zeros(n) if way == 0 else pygpu.zeros(n)
+    st = MPI.Status()
+    comm.Sendrecv(send, dest=nxt, sendtag=10 + way, recvbuf=recv, status=st)
+    got = recv if way == 0 else recv.get()
+    assert np.array_equal(got, data(n, prv, salt=way)), ("host and device", way)
+    assert st.Get_source() == prv and st.Get_tag() == 10 + way
+
+# buffer specs, an F-ordered array, bytes of another dtype
+m = counts[3] // 3
+f = pygpu.to_gpu(np.asfortranarray(data(3 * m, rank).reshape(3, m)))
+g = pygpu.zeros((m, 3), np.float64)
+comm.Sendrecv([f, MPI.DOUBLE], dest=nxt, recvbuf=[g, 3 * m, MPI.DOUBLE], source=prv)
+assert np.array_equal(g.get().ravel(), np.asfortranarray(data(3 * m, prv).reshape(3, m)).ravel(order="K"))
+
+# a plain message exactly a header's size is delivered as it is
+hs = pygpu.mpi._HEADER.size
+plain = np.frombuffer(pygpu.mpi._MAGIC * (hs // 16 + 1), np.uint8)[:hs].copy()
+plain[-1] = rank
+into = pygpu.zeros(hs, np.uint8)
+comm.Sendrecv(plain, dest=nxt, recvbuf=into, source=prv)
+expect = plain.copy()
+expect[-1] = prv
+assert np.array_equal(into.get(), expect)
+
+# a receive buffer too small: the receiver raises, the sender returns, the next message is right
+n = counts[3]
+small = pygpu.zeros(n // 2)
+try:
+    comm.Sendrecv(pygpu.to_gpu(data(n, rank)), dest=nxt, recvbuf=small, source=prv)
+except MPI.Exception as e:
+    assert e.Get_error_class() == MPI.ERR_TRUNCATE, e
+else:
+    raise AssertionError("a receive buffer too small was not refused")
+b = pygpu.zeros(n)
+comm.Sendrecv(pygpu.to_gpu(data(n, rank, salt=5)), dest=nxt, recvbuf=b, source=prv)
+assert np.array_equal(b.get(), data(n, prv, salt=5))
+
+# a receiver that cannot map the sender's mailbox has the data staged
+opened = pygpu.mpi._Node.opened
+pygpu.mpi._Node.opened = lambda self, handle: None
+try:
+    for n in counts[2:4]:
+        b = pygpu.zeros(n)
+        comm.Sendrecv(pygpu.to_gpu(data(n, rank, salt=6)), dest=nxt, recvbuf=b, source=prv)
+        assert np.array_equal(b.get(), data(n, prv, salt=6)), ("staged", n)
+finally:
+    pygpu.mpi._Node.opened = opened
+
+# a second Comm of the same communicator finds the first's setup; ipc=False stages
+assert pygpu.mpi.Comm(world, cuda_aware=aware)._ipc is comm._ipc
+plain_comm = pygpu.mpi.Comm(world, cuda_aware=False, ipc=False)
+assert plain_comm._ipc is None and "device to device" not in repr(plain_comm)
+n = counts[3]
+b = pygpu.zeros(n)
+plain_comm.Sendrecv(pygpu.to_gpu(data(n, rank, salt=7)), dest=nxt, recvbuf=b, source=prv)
+assert np.array_equal(b.get(), data(n, prv, salt=7))
+
+comm.Barrier()
+if rank == 0:
+    print(f"mpi_ipc_check: OK, {size} ranks", flush=True)
