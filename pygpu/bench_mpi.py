@@ -15,6 +15,8 @@ Rows, 1 MiB to 1 GiB:
   without a CUDA-aware MPI (where CuPy is installed);
 - ``peer copy``: the ceiling, ``memcpy_peer`` between the two devices in one
   process (rank 0), peer access on;
+- ``MPI host``: MPI's own ping-pong of page-locked NumPy arrays, the floor
+  under the staged row (which adds the copies down and up to it);
 - pinned down and up on rank 0's device: the ceiling of the staged row.
 
 Every received array is checked bit for bit.  Prints one table on rank 0.
@@ -82,6 +84,12 @@ def main(argv=None):
             if not np.array_equal(b.get(), theirs):
                 raise SystemExit(f"pygpu.bench_mpi: rank {rank} received wrong data ({name}, {n} bytes)")
             row[name] = 2 * n / t / 1e9
+        hs, hr = pygpu.pagelocked_empty(count, np.int64), pygpu.pagelocked_empty(count, np.int64)
+        hs[...] = mine
+        t = pingpong(lambda d: world.Send(hs, d), lambda s: world.Recv(hr, s), n)
+        if not np.array_equal(hr, theirs):
+            raise SystemExit(f"pygpu.bench_mpi: rank {rank} received wrong data (host memory, {n} bytes)")
+        row["host"] = 2 * n / t / 1e9
         if cupy is not None:
             ca = cupy.asarray(mine)
             got = {}
@@ -135,9 +143,9 @@ def main(argv=None):
     print(f"MPI ping-pong, 2 ranks of one node ({pygpu.backend}; devices {int(dev)} and "
           f"{peer if peer is not None else int(dev)}); GB/s both ways over the round trip, "
           f"every result checked bit for bit")
-    head = f"{'size':>9} {'device to device':>17} {'/ peer':>7} {'staged':>8} {'/ pinned':>9}"
+    head = f"{'size':>9} {'device to device':>17} {'/ peer':>7} {'staged':>8} {'/ pinned':>9} {'/ MPI host':>11}"
     head += f" {'CuPy staged':>12}" if cupy is not None else ""
-    head += f" {'peer copy':>10} {'pinned down':>12} {'pinned up':>10}"
+    head += f" {'MPI host':>9} {'peer copy':>10} {'pinned down':>12} {'pinned up':>10}"
     print(head)
     for row in table:
         n = row["bytes"]
@@ -145,8 +153,9 @@ def main(argv=None):
         slower = min(row["down"], row["up"])
         line = f"{size:>9} {row['ipc']:17.1f} "
         line += f"{row['ipc'] / row['peer']:7.2f}" if row["peer"] else f"{'-':>7}"
-        line += f" {row['staged']:8.1f} {row['staged'] / slower:9.2f}"
+        line += f" {row['staged']:8.1f} {row['staged'] / slower:9.2f} {row['staged'] / row['host']:11.2f}"
         line += f" {row['cupy']:12.1f}" if cupy is not None else ""
+        line += f" {row['host']:9.1f}"
         line += f" {row['peer']:10.1f}" if row["peer"] else f" {'-':>10}"
         line += f" {row['down']:12.1f} {row['up']:10.1f}"
         print(line, flush=True)

@@ -55,6 +55,7 @@ and MPICH provide, or their ROCm/HIP forms); a library that cannot say is
 taken as not aware.  ``Comm(comm, cuda_aware=...)`` overrides it per
 communicator.
 """
+import collections
 import ctypes
 import itertools
 import os
@@ -456,31 +457,53 @@ class _Node:
         stream = pygpu.current_stream()        # (after the work queued on it that writes `a`)
         with box.lock:
             x = next(self.ids) % self.tags
-            piece = min(box.SLOT_BYTES, max(256 << 10, -(-n // box.SLOTS)))
+            piece = min(box.SLOT_BYTES, max(4 << 20, -(-n // 8)))    # 8 pieces: the first copy short
+            piece = -(-piece // (64 << 10)) * (64 << 10)
             pieces = -(-n // piece)
             header = _HEADER.pack(_MAGIC, self.key, x, n, piece, box.SLOTS, box.handle)
             sent = self.comm.Isend([header, _mpi().BYTE], dest, tag)
             reply = np.zeros(1, np.int64)
             ready = np.zeros(1, np.int64)
+            filled = [pygpu.Event(timing=False) for _ in range(min(box.SLOTS, pieces))]
+            queued = announced = freed = 0      # pieces copied in (or being), said ready, given back
             answer = None
-            for k in range(pieces):
-                if k >= box.SLOTS:
-                    yield self.priv.Irecv(reply, dest, 2 * x + _FREED)
-                    if reply[0] < 0:
-                        answer = int(reply[0])
-                        break
+
+            def fill(k):
                 at = (k % box.SLOTS) * piece
                 size = min(piece, n - k * piece)
                 pygpu.memcpy_dtod_async(box.mem.ptr + at, src.ptr + k * piece, size, stream=stream)
-                stream.synchronize()
+                filled[k % box.SLOTS].record(stream)
+
+            def announce(k):
                 ready[0] = k
                 self.priv.Send(ready, dest, 2 * x + _READY)
-            if answer is None:      # the last pieces' slots (or an answer instead)
-                for k in range(max(0, pieces - box.SLOTS), pieces):
-                    yield self.priv.Irecv(reply, dest, 2 * x + _FREED)
-                    if reply[0] < 0:
+
+            back = self.priv.Irecv(reply, dest, 2 * x + _FREED)
+            while freed < pieces:
+                moved = False
+                if announced < queued and filled[announced % box.SLOTS].query():
+                    announce(announced)
+                    announced += 1
+                    moved = True
+                if queued < min(pieces, freed + box.SLOTS) and answer is None:   # a free slot: fill it
+                    fill(queued)
+                    queued += 1
+                    moved = True
+                if back.Test():
+                    if reply[0] < 0:            # an answer instead: no more pieces
                         answer = int(reply[0])
                         break
+                    freed += 1
+                    if freed < pieces:
+                        back = self.priv.Irecv(reply, dest, 2 * x + _FREED)
+                    moved = True
+                if not moved:
+                    yield None
+            # After an answer the receiver drains one "ready" a slot (what it would have had)
+            for k in range(announced, len(filled) if answer is not None else queued):
+                if k < queued:
+                    filled[k % box.SLOTS].synchronize()
+                announce(k)
         if answer == _STAGE:
             host = src.get(pagelocked=True)
             yield self.priv.Isend([host, n, _mpi().BYTE], dest, 2 * x + _READY)
@@ -537,27 +560,31 @@ class _Node:
         dest = a if gpu and _contiguous(a) else (a.copy() if gpu else None)
         host = None if gpu else np.frombuffer(_split_host(buf), np.uint8)
         stream = pygpu.current_stream()
-        done = [None] * slots
-        lag = slots - 1
-
-        def free(j):
-            done[j % slots].synchronize()
-            reply[0] = j
-            self.priv.Send(reply, peer, 2 * x + _FREED)
-
-        for k in range(pieces):
-            yield self.priv.Irecv(ready, peer, 2 * x + _READY)
-            at = (k % slots) * piece
-            size = min(piece, n - k * piece)
-            if dest is not None:
-                pygpu.memcpy_dtod_async(dest.ptr + k * piece, box.ptr + at, size, stream=stream)
-            else:               # (into pageable memory: landed when the call returns)
-                pygpu.memcpy_dtoh(host[k * piece:k * piece + size], box.ptr + at, stream=stream)
-            done[k % slots] = pygpu.Event().record(stream)
-            if k >= lag:
-                free(k - lag)
-        for j in range(max(0, pieces - lag), pieces):
-            free(j)
+        done = [pygpu.Event(timing=False) for _ in range(min(slots, pieces))]
+        queued = collections.deque()    # pieces copied out or being copied, their slots not yet given back
+        k = 0
+        arrived = self.priv.Irecv(ready, peer, 2 * x + _READY)
+        while k < pieces or queued:
+            moved = False
+            if k < pieces and arrived.Test():
+                at = (k % slots) * piece
+                size = min(piece, n - k * piece)
+                if dest is not None:
+                    pygpu.memcpy_dtod_async(dest.ptr + k * piece, box.ptr + at, size, stream=stream)
+                else:           # (into pageable memory: landed when the call returns)
+                    pygpu.memcpy_dtoh(host[k * piece:k * piece + size], box.ptr + at, stream=stream)
+                done[k % slots].record(stream)
+                queued.append(k)
+                k += 1
+                if k < pieces:
+                    arrived = self.priv.Irecv(ready, peer, 2 * x + _READY)
+                moved = True
+            while queued and done[queued[0] % slots].query():     # give each slot back once read
+                reply[0] = queued.popleft()
+                self.priv.Send(reply, peer, 2 * x + _FREED)
+                moved = True
+            if not moved:
+                yield None
         if dest is not None and dest is not a:
             a[...] = dest
         return None
