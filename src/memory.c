@@ -114,7 +114,7 @@ static pygpu_status allocate(pygpu_state *st, PyGPUMemory *m, pygpu_stream_t h)
     return s;
 }
 
-PyObject *pygpu_memory_new(pygpu_state *st, size_t nbytes, PyObject *stream)
+PyObject *pygpu_memory_new(pygpu_state *st, size_t nbytes, PyObject *stream, const pygpu_alloc_purpose *purpose)
 {
     PyGPUMemory *m = NULL;
     PyObject *cur = NULL;
@@ -149,7 +149,7 @@ PyObject *pygpu_memory_new(pygpu_state *st, size_t nbytes, PyObject *stream)
         m->ptr = NULL;
         m->freed = 1;
         Py_CLEAR(m);
-        (void)pygpu_check(st, s, st->use_pool ? "MallocAsync" : "Malloc");
+        (void)pygpu_check_alloc(st, s, st->use_pool ? "MallocAsync" : "Malloc", nbytes, dev, purpose);
     }
 done:
     Py_XDECREF(cur);
@@ -288,7 +288,7 @@ static PyObject *mem_alloc(PyObject *mod, PyObject *args, PyObject *kwds)
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:mem_alloc", kwlist, &n_obj, &stream) ||
         pygpu_size_arg(n_obj, "mem_alloc() nbytes", &n) < 0)
         return NULL;
-    return pygpu_memory_new(st, n, stream);
+    return pygpu_memory_new(st, n, stream, NULL);
 }
 
 static PyObject *set_memory_pool(PyObject *mod, PyObject *arg)
