@@ -148,7 +148,7 @@ numpy_size = _ArrayMemoryError._size_to_string
 # Shapes no machine has memory for (1 EiB and more: past any address space),
 # whose byte counts still fit in ssize_t; NumPy's empty() says what it asked.
 HUGE = [((2 ** 60,), np.uint8), ((3, 2 ** 56), np.complex128), ((5, 7, 2 ** 55), np.float32),
-        ((2 ** 30, 2 ** 31), np.float16), ((1,) * 30 + (2 ** 61,), np.bool_)]
+        ((2 ** 30, 2 ** 31), np.float16), ((1,) * 63 + (2 ** 61,), np.bool_)]
 
 
 def numpy_refusal(shape, dtype, order="C"):
