@@ -13,6 +13,7 @@ context.  ``Device(i).make_context()``, ``Context.push()`` and
 and ``Context.get_device()`` work on the current device.
 """
 import enum
+import math
 import operator
 
 import numpy as np
@@ -388,9 +389,8 @@ def pagelocked_empty(shape, dtype, order="C", mem_flags=0):
     dtype = _plain_dtype(dtype)
     _flags(mem_flags, 7, "host allocation")
     shape = _shape(shape)
-    count = int(np.prod(shape, dtype=np.int64))
-    mem = _pg.mem_alloc_host(count * dtype.itemsize)
-    return np.frombuffer(mem, dtype, count).reshape(shape, order=order)
+    mem = _pg.backend_module._mem_alloc_host_for(shape, dtype)  # (its errors name the shape and dtype)
+    return np.frombuffer(mem, dtype, math.prod(shape)).reshape(shape, order=order)
 
 
 def pagelocked_zeros(shape, dtype, order="C", mem_flags=0):

@@ -81,7 +81,8 @@ static PyObject *empty_laid_out(pygpu_state *st, PyTypeObject *tp, PyArray_Descr
         pygpu_shape_strides_like(nd, shape, like, itemsize, strides);
     else
         pygpu_shape_strides(nd, shape, itemsize, fortran, strides);
-    PyObject *mem = pygpu_memory_new(st, (size_t)nbytes, stream);
+    pygpu_alloc_purpose purpose = {nd, shape, descr};
+    PyObject *mem = pygpu_memory_new(st, (size_t)nbytes, stream, &purpose);
     if (!mem) {
         Py_DECREF(descr);
         return NULL;

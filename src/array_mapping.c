@@ -35,7 +35,7 @@ static int unsupported(PyTypeObject *array_type, PyObject *item)
     return 0;
 }
 
-/* Parse `key` into at most PYGPU_MAXDIMS * 2 entries; the count, or -1. */
+/* Parse `key` into at most `max` entries; the count, or -1. */
 static int parse_key(PyTypeObject *array_type, PyObject *key, entry *out, int max)
 {
     PyObject *tuple = PyTuple_Check(key) ? key : NULL;
@@ -86,22 +86,27 @@ static PyObject *index_view(PyGPUArray *a, PyObject *key)
 {
     entry entries[2 * PYGPU_MAXDIMS];
     ptrdiff_t shape[PYGPU_MAXDIMS], strides[PYGPU_MAXDIMS];
-    int n = parse_key(Py_TYPE(a), key, entries, 2 * PYGPU_MAXDIMS), used = 0, nd = 0, axis = 0;
+    int n = parse_key(Py_TYPE(a), key, entries, 2 * PYGPU_MAXDIMS), used = 0, ints = 0, added = 0;
+    int nd = 0, axis = 0;
     if (n < 0)
         return NULL;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
+        ints += entries[i].kind == E_INT;
         used += entries[i].kind == E_INT || entries[i].kind == E_SLICE;
+        added += entries[i].kind == E_NEWAXIS;
+    }
     if (used > a->nd)
         return PyErr_Format(PyExc_IndexError, "too many indices for array: array is %d-dimensional, "
                             "but %d were indexed", a->nd, used);
+    if (a->nd - ints + added > PYGPU_MAXDIMS)      /* (the view's axes, as the pass below makes them) */
+        return PyErr_Format(PyExc_IndexError, "too many dimensions: the index gives %d (at most %d)",
+                            a->nd - ints + added, PYGPU_MAXDIMS);
     ptrdiff_t offset = 0;       /* bytes from a->data (which is NULL for some empty arrays) */
     for (int i = 0; i <= n; i++) {
         entry *e = &entries[i];
         if (i == n || e->kind == E_ELLIPSIS) {
             /* The ellipsis (or the end of the key) takes the axes not indexed. */
             int take = i == n ? a->nd - axis : a->nd - used;
-            if (nd + take > PYGPU_MAXDIMS)
-                goto too_many;
             for (int k = 0; k < take; k++, axis++, nd++) {
                 shape[nd] = GA_SHAPE(a)[axis];
                 strides[nd] = GA_STRIDES(a)[axis];
@@ -109,8 +114,6 @@ static PyObject *index_view(PyGPUArray *a, PyObject *key)
             continue;
         }
         if (e->kind == E_NEWAXIS) {
-            if (nd >= PYGPU_MAXDIMS)
-                goto too_many;
             shape[nd] = 1;
             strides[nd++] = 0;
             continue;
@@ -127,8 +130,6 @@ static PyObject *index_view(PyGPUArray *a, PyObject *key)
             if (PySlice_Unpack(e->slice, &start, &stop, &step) < 0)
                 return NULL;
             Py_ssize_t count = PySlice_AdjustIndices(len, &start, &stop, step);
-            if (nd >= PYGPU_MAXDIMS)
-                goto too_many;
             if (count > 0)
                 offset += start * stride;
             shape[nd] = count;
@@ -139,8 +140,6 @@ static PyObject *index_view(PyGPUArray *a, PyObject *key)
         axis++;
     }
     return pygpu_array_view(a, nd, shape, strides, (char *)((uintptr_t)a->data + (uintptr_t)offset), NULL);
-too_many:
-    return PyErr_Format(PyExc_IndexError, "the index gives more than %d dimensions", PYGPU_MAXDIMS);
 }
 
 PyObject *pygpu_array_subscript(PyObject *self, PyObject *key)

@@ -169,7 +169,8 @@ int pygpu_checked_nbytes(int nd, const ptrdiff_t *shape, ptrdiff_t itemsize, ptr
         return -1;
     }
     if (r < 0) {
-        PyErr_SetString(PyExc_ValueError, "array is too big: its byte count overflows");
+        PyErr_SetString(PyExc_ValueError, "array is too big; `arr.size * arr.dtype.itemsize` is larger than "
+                        "the maximum possible size.");      /* (NumPy's words) */
         return -1;
     }
     return 0;

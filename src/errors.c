@@ -4,6 +4,7 @@
  */
 #include "pygpu.h"
 #include "errors.h"
+#include "convert.h"
 #include "fork.h"
 
 #include <structmember.h>
@@ -16,24 +17,27 @@ static const char *call_prefix(void)
 }
 
 /* Set GPUError (or GPUMemoryError) for `status`, naming `call` (the runtime
- * function without its prefix, such as "MallocAsync"). */
-static void raise_status(pygpu_state *st, pygpu_status status, const char *call)
+ * function without its prefix, such as "MallocAsync"); `head` (or NULL)
+ * goes before the runtime's words, as "head: cudaMalloc: ...". */
+static void raise_status(pygpu_state *st, pygpu_status status, const char *call, PyObject *head)
 {
     const char *name = pygpu_rt_error_name(status);
     const char *text = pygpu_rt_error_string(status);
     PyObject *cls = pygpu_rt_is_out_of_memory(status) ? st->GPUMemoryError : st->GPUError;
-    PyObject *args = NULL, *kwargs = NULL, *exc = NULL;
+    PyObject *line = NULL, *args = NULL, *kwargs = NULL, *exc = NULL;
 
     char fn[96], why[640];
     snprintf(fn, sizeof fn, "%s%s", call_prefix(), call);
     if (pygpu_rt_diagnose(status, why, sizeof why))     /* no driver, too old, or no device: say which */
-        args = Py_BuildValue("(N)", PyUnicode_FromFormat("%s: %s (%d): %s [the runtime's words: %s]", fn, name,
-                                                         (int)status, why, text));
+        line = PyUnicode_FromFormat("%s: %s (%d): %s [the runtime's words: %s]", fn, name, (int)status, why, text);
     else
-        args = Py_BuildValue("(N)", PyUnicode_FromFormat("%s: %s (%d): %s%s", fn, name, (int)status, text,
-                                                         pygpu_rt_is_sticky(status)
-                                                         ? " (the device context is now unusable: every later "
-                                                           "call on it fails too; restart the process)" : ""));
+        line = PyUnicode_FromFormat("%s: %s (%d): %s%s", fn, name, (int)status, text,
+                                    pygpu_rt_is_sticky(status)
+                                    ? " (the device context is now unusable: every later "
+                                      "call on it fails too; restart the process)" : "");
+    if (!line)
+        goto done;
+    args = head ? Py_BuildValue("(N)", PyUnicode_FromFormat("%U: %U", head, line)) : Py_BuildValue("(O)", line);
     if (!args)
         goto done;
     kwargs = Py_BuildValue("{s:i,s:s,s:s,s:s}", "code", (int)status, "name", name, "message", text,
@@ -44,6 +48,7 @@ static void raise_status(pygpu_state *st, pygpu_status status, const char *call)
     if (exc)
         PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
 done:
+    Py_XDECREF(line);
     Py_XDECREF(args);
     Py_XDECREF(kwargs);
     Py_XDECREF(exc);
@@ -93,7 +98,7 @@ int pygpu_check(pygpu_state *st, pygpu_status status, const char *call)
     if (pygpu_fork_broken())
         raise_forked(st, call);         /* (the vendor's status would not say why) */
     else
-        raise_status(st, status, call);
+        raise_status(st, status, call, NULL);
     return -1;
 }
 
@@ -106,6 +111,77 @@ PyObject *pygpu_query_result(pygpu_state *st, pygpu_status status, const char *c
     if (pygpu_check(st, status, call) < 0)
         return NULL;
     Py_RETURN_TRUE;
+}
+
+/* ---- out of memory: what was asked for ---------------------------------- */
+
+/* `nbytes` in words, by NumPy's rules (_ArrayMemoryError._size_to_string):
+ * "100 bytes", "1.00 PiB", "12.0 GiB", "512. MiB", "1000. KiB" -- three
+ * significant digits in the unit that keeps the number under 1024 once
+ * rounded, all the digits where those are more. */
+static void size_text(size_t nbytes, char *buf, size_t n)
+{
+    static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    int bits = 0;
+    for (size_t v = nbytes; v; v >>= 1)
+        bits++;
+    int unit = (bits - 1 > 1 ? bits - 1 : 1) / 10;
+    double value = (double)nbytes / (double)((size_t)1 << (10 * unit));
+    if (value >= 1023.5 && unit < 6) {      /* (Python's round() to 1024: the next unit) */
+        unit++;
+        value /= 1024;
+    }
+    if (unit == 0)
+        snprintf(buf, n, "%zu bytes", nbytes);
+    else if (value < 999.5)                 /* (round() below 1000, ties to even) */
+        snprintf(buf, n, "%#.3g %s", value, units[unit]);
+    else
+        snprintf(buf, n, "%#.0f %s", value, units[unit]);
+}
+
+/* What a failed allocation asked for, in NumPy's words, then where:
+ * "Unable to allocate 1.00 PiB for an array with shape (2, 3) and data type
+ * uint8 on device 0 (11.5 GiB free of 15.6 GiB)"; new reference. */
+static PyObject *alloc_text(size_t nbytes, int device, const pygpu_alloc_purpose *purpose)
+{
+    char size[48], where[160] = "", free_s[48], total_s[48];
+    size_t free_b, total_b;
+    PyObject *what = NULL, *r = NULL;
+    size_text(nbytes, size, sizeof size);
+    if (device >= 0 && pygpu_rt_mem_get_info(&free_b, &total_b) == 0) {
+        size_text(free_b, free_s, sizeof free_s);
+        size_text(total_b, total_s, sizeof total_s);
+        snprintf(where, sizeof where, " on device %d (%s free of %s)", device, free_s, total_s);
+    } else if (device >= 0) {               /* (the runtime cannot tell: the device alone) */
+        (void)pygpu_rt_get_last_error();
+        snprintf(where, sizeof where, " on device %d", device);
+    }
+    if (purpose) {
+        PyObject *shape = pygpu_shape_repr(purpose->shape, purpose->nd);
+        what = shape ? PyUnicode_FromFormat(" for an array with shape %U and data type %S", shape,
+                                            (PyObject *)purpose->descr) : NULL;
+        Py_XDECREF(shape);
+    } else {
+        what = PyUnicode_FromString("");
+    }
+    if (what)
+        r = PyUnicode_FromFormat("Unable to allocate %s%s%U%s", size,
+                                 device < 0 ? " of page-locked host memory" : "", what, where);
+    Py_XDECREF(what);
+    return r;
+}
+
+int pygpu_check_alloc(pygpu_state *st, pygpu_status status, const char *call, size_t nbytes, int device,
+                      const pygpu_alloc_purpose *purpose)
+{
+    if (status == 0 || !pygpu_rt_is_out_of_memory(status) || pygpu_fork_broken())
+        return pygpu_check(st, status, call);
+    (void)pygpu_rt_get_last_error();
+    PyObject *head = alloc_text(nbytes, device, purpose);
+    if (head)
+        raise_status(st, status, call, head);
+    Py_XDECREF(head);
+    return -1;
 }
 
 /* ---- cudaError_t ------------------------------------------------------- */

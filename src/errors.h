@@ -13,6 +13,25 @@
  * function without its vendor prefix: "MallocAsync"), and return -1. */
 int pygpu_check(pygpu_state *st, pygpu_status status, const char *call);
 
+/* What an allocation is for, named when it fails: an array's shape and
+ * data type (borrowed). */
+typedef struct {
+    int nd;
+    const ptrdiff_t *shape;
+    PyArray_Descr *descr;
+} pygpu_alloc_purpose;
+
+/* pygpu_check for an allocation of `nbytes` on device `device` (the
+ * current one), or of page-locked host memory (device -1), for `purpose`
+ * (NULL: raw memory).  Out of memory raises GPUMemoryError saying what was
+ * asked for as NumPy does, then where, with the device's free and total
+ * memory where the runtime tells them, then the runtime's words:
+ * "Unable to allocate 1.00 PiB for an array with shape (1125899906842624,)
+ * and data type uint8 on device 0 (11.5 GiB free of 15.6 GiB): cudaMallocAsync:
+ * cudaErrorMemoryAllocation (2): out of memory". */
+int pygpu_check_alloc(pygpu_state *st, pygpu_status status, const char *call, size_t nbytes, int device,
+                      const pygpu_alloc_purpose *purpose);
+
 /* A query's answer (StreamQuery, EventQuery): True if done, False if not
  * ready yet, else NULL with GPUError naming `call`. */
 PyObject *pygpu_query_result(pygpu_state *st, pygpu_status status, const char *call);

@@ -114,7 +114,7 @@ static pygpu_status allocate(pygpu_state *st, PyGPUMemory *m, pygpu_stream_t h)
     return s;
 }
 
-PyObject *pygpu_memory_new(pygpu_state *st, size_t nbytes, PyObject *stream)
+PyObject *pygpu_memory_new(pygpu_state *st, size_t nbytes, PyObject *stream, const pygpu_alloc_purpose *purpose)
 {
     PyGPUMemory *m = NULL;
     PyObject *cur = NULL;
@@ -149,7 +149,7 @@ PyObject *pygpu_memory_new(pygpu_state *st, size_t nbytes, PyObject *stream)
         m->ptr = NULL;
         m->freed = 1;
         Py_CLEAR(m);
-        (void)pygpu_check(st, s, st->use_pool ? "MallocAsync" : "Malloc");
+        (void)pygpu_check_alloc(st, s, st->use_pool ? "MallocAsync" : "Malloc", nbytes, dev, purpose);
     }
 done:
     Py_XDECREF(cur);
@@ -303,7 +303,7 @@ static PyObject *memory_new_ipc(pygpu_state *st, size_t nbytes)
         m->ptr = NULL;
         m->freed = 1;
         Py_DECREF(m);
-        (void)pygpu_check(st, s, "Malloc");
+        (void)pygpu_check_alloc(st, s, "Malloc", nbytes, dev, NULL);
         return NULL;
     }
     return (PyObject *)m;
@@ -322,7 +322,7 @@ static PyObject *mem_alloc(PyObject *mod, PyObject *args, PyObject *kwds)
     if (ipc && stream != Py_None)
         return PyErr_Format(PyExc_ValueError, "mem_alloc(ipc=True) takes no stream: memory other processes "
                             "can map is not ordered on one");
-    return ipc ? memory_new_ipc(st, n) : pygpu_memory_new(st, n, stream);
+    return ipc ? memory_new_ipc(st, n) : pygpu_memory_new(st, n, stream, NULL);
 }
 
 static PyObject *set_memory_pool(PyObject *mod, PyObject *arg)

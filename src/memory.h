@@ -7,11 +7,13 @@
 #define PYGPU_MEMORY_H
 
 #include "pygpu.h"
+#include "errors.h"
 
 /* Allocate `nbytes` on the current device, ordered on `stream` (a
- * `stream=` argument: None, a Stream or a handle; borrowed); new reference
- * to a DeviceAllocation. */
-PyObject *pygpu_memory_new(pygpu_state *st, size_t nbytes, PyObject *stream);
+ * `stream=` argument: None, a Stream or a handle; borrowed), for `purpose`
+ * (an array's shape and dtype, named if it runs out of memory; NULL: raw
+ * memory); new reference to a DeviceAllocation. */
+PyObject *pygpu_memory_new(pygpu_state *st, size_t nbytes, PyObject *stream, const pygpu_alloc_purpose *purpose);
 
 /* A device address argument: a DeviceAllocation (its size in *size) or an
  * int (*size set to SIZE_MAX: unknown); 0, or -1 with TypeError. */

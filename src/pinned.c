@@ -120,8 +120,9 @@ static PyType_Spec host_spec = {
 };
 
 /* A new HostAllocation of n bytes (from the pool when `pooled`: NULL with
- * no exception if the pool refuses); new reference. */
-static PyObject *host_alloc(pygpu_state *st, size_t n, int pooled)
+ * no exception if the pool refuses), for `purpose` (NULL: raw memory, as
+ * the message says if it runs out); new reference. */
+static PyObject *host_alloc(pygpu_state *st, size_t n, int pooled, const pygpu_alloc_purpose *purpose)
 {
     pygpu_status s;
     PyGPUHostMemory *h = (PyGPUHostMemory *)st->HostMemory->tp_alloc(st->HostMemory, 0);
@@ -142,7 +143,7 @@ static PyObject *host_alloc(pygpu_state *st, size_t n, int pooled)
         if (s != 0) {
             h->ptr = NULL;
             Py_DECREF(h);
-            (void)pygpu_check(st, s, "HostAlloc");
+            (void)pygpu_check_alloc(st, s, "HostAlloc", n, -1, purpose);
             return NULL;
         }
     }
@@ -154,18 +155,42 @@ static PyObject *mem_alloc_host(PyObject *mod, PyObject *arg)
     size_t n;
     if (pygpu_size_arg(arg, "mem_alloc_host() nbytes", &n) < 0)
         return NULL;
-    return host_alloc(PyModule_GetState(mod), n, 0);
+    return host_alloc(PyModule_GetState(mod), n, 0, NULL);
+}
+
+/* The HostAllocation for an array of `shape` and `descr` (checked: NumPy's
+ * ValueError where its bytes do not fit in the address space), as
+ * host_alloc makes it; new reference. */
+static PyObject *host_alloc_for(pygpu_state *st, PyArray_Descr *descr, int nd, const ptrdiff_t *shape, int pooled)
+{
+    ptrdiff_t nbytes;
+    pygpu_alloc_purpose purpose = {nd, shape, descr};
+    if (pygpu_checked_nbytes(nd, shape, (ptrdiff_t)PyDataType_ELSIZE(descr), &nbytes) < 0)
+        return NULL;
+    return host_alloc(st, (size_t)nbytes, pooled, &purpose);
+}
+
+/* _mem_alloc_host_for(shape, dtype): the HostAllocation behind
+ * pagelocked_empty (driver.py), which names the array if it runs out. */
+static PyObject *mem_alloc_host_for(PyObject *mod, PyObject *args)
+{
+    PyObject *shape_obj, *dtype, *r;
+    PyArray_Descr *descr = NULL;
+    ptrdiff_t shape[PYGPU_MAXDIMS];
+    int nd;
+    pygpu_state *st = PyModule_GetState(mod);
+    if (!PyArg_ParseTuple(args, "OO:_mem_alloc_host_for", &shape_obj, &dtype) ||
+        pygpu_shape_arg(st, shape_obj, &nd, shape) < 0 || !PyArray_DescrConverter(dtype, &descr))
+        return NULL;
+    r = host_alloc_for(st, descr, nd, shape, 0);
+    Py_DECREF(descr);
+    return r;
 }
 
 PyObject *pygpu_pagelocked_empty(pygpu_state *st, PyArray_Descr *descr, int nd, const ptrdiff_t *shape,
                                  int pooled)
 {
-    ptrdiff_t nbytes, itemsize = (ptrdiff_t)PyDataType_ELSIZE(descr);
-    if (pygpu_shape_nbytes(nd, shape, itemsize, &nbytes) < 0) {
-        PyErr_SetString(PyExc_ValueError, "array is too big: its byte count overflows");
-        return NULL;
-    }
-    PyObject *mem = host_alloc(st, (size_t)nbytes, pooled);
+    PyObject *mem = host_alloc_for(st, descr, nd, shape, pooled);
     if (!mem)
         return NULL;
     Py_INCREF(descr);
@@ -185,6 +210,9 @@ PyObject *pygpu_pagelocked_empty(pygpu_state *st, PyArray_Descr *descr, int nd, 
 static PyMethodDef pinned_functions[] = {
     {"mem_alloc_host", mem_alloc_host, METH_O,
      "mem_alloc_host(nbytes, /)\n--\n\nAllocate page-locked host memory; a HostAllocation."},
+    {"_mem_alloc_host_for", mem_alloc_host_for, METH_VARARGS,
+     "_mem_alloc_host_for(shape, dtype, /)\n--\n\n"
+     "The HostAllocation of pagelocked_empty(shape, dtype), which names the array if it runs out."},
     {0},
 };
 

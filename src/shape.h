@@ -10,7 +10,11 @@
 
 #include <stddef.h>
 
-#define PYGPU_MAXDIMS 32
+/* The most axes an array has: NumPy 2's NPY_MAXDIMS.  Shapes and strides
+ * of this many live on the stack (512 bytes each; a pygpu_pair, about 1.5
+ * KiB); PyGPU's kernels walk at most PK_MAXDIMS of them a launch and the
+ * copy planner loops over the rest (copy/devcopy.c). */
+#define PYGPU_MAXDIMS 64
 
 enum {
     PYGPU_SHAPE_OK = 0,

@@ -7,6 +7,7 @@ small PYGPU_HOST_MEMORY, where mem_get_info() counts exactly what PyGPU
 holds."""
 import gc
 import json
+import re
 import sys
 
 import numpy as np
@@ -305,6 +306,20 @@ def test_out_of_memory_host(run_python):
             bad[name] = result
     assert not bad, "expected GPUMemoryError, nothing held afterwards: %s" % json.dumps(
         bad, indent=1)
+    # Each names what it asked for as NumPy does, and the device's memory.
+    named = re.compile(r"Unable to allocate \S+ \S+ for an array with shape \([0-9, ]+\) and data type "
+                       r"\w+ on device 0 \(\S+ \S+ free of 64.0 MiB\): hostMallocAsync: ")
+    unnamed = {k: r["message"] for k, r in report.items() if isinstance(r, dict) and not named.match(r["message"])}
+    assert not unnamed, json.dumps(unnamed, indent=1)
+    assert report["to_gpu"]["message"].startswith(
+        "Unable to allocate 64.0 MiB for an array with shape (67108872,) and data type uint8 on device 0 "
+        "(64.0 MiB free of 64.0 MiB): "), report["to_gpu"]
+    assert report["GPUArray 2-d"]["message"].startswith(
+        "Unable to allocate 512. MiB for an array with shape (8192, 8192) and data type complex64 on device 0 "
+        "(64.0 MiB free of 64.0 MiB): "), report["GPUArray 2-d"]
+    assert report["copy"]["message"].startswith(
+        "Unable to allocate 40.0 MiB for an array with shape (41943040,) and data type uint8 on device 0 "
+        "(24.0 MiB free of 64.0 MiB): "), report["copy"]
     for key in ("free_big_unchanged", "round_trip_while_big", "free_back", "half_ok",
                 "free_end"):
         assert report[key] is True, (key, report)

@@ -492,7 +492,7 @@ def test_fake_producer_imports(versioned):
     (dict(code=kDLFloat, bits=24), "float24"),
     (dict(code=3, bits=64), "opaque handle"),
     (dict(code=200, bits=8), "type code 200"),
-    (dict(ndim=40), "40 dimensions"),
+    (dict(ndim=65), "65 dimensions"),
     (dict(ndim=-1), "-1 dimensions"),
     (dict(null_shape=True), "no shape"),
     (dict(shape=(-2, 4), strides=None), "negative dimension"),

@@ -22,6 +22,10 @@ this test session uses.  ``python``/``python3`` in commands is this
 interpreter; ``mpirun`` gets ``--oversubscribe``, and ``--allow-run-as-root``
 when running as root, where it is Open MPI's.  ``$CUDA_HOME/bin`` (or
 ``/usr/local/cuda/bin``) is appended to PATH, for nvcc.
+
+Examples build without a warning: a build command that prints one fails,
+and every ``.c`` and ``.cu`` file under examples/ compiles with -Werror
+(gcc and clang, nvcc; each where it is installed).
 """
 import ast
 import importlib.util
@@ -31,6 +35,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import sysconfig
 
 import numpy as np
 import pytest
@@ -213,7 +218,9 @@ def run_example(name, path, workdir):
         cwd = os.path.join(cwd, os.path.basename(path))
         shutil.copytree(path, cwd)
     for words in builds:
-        _run(words, cwd, env, timeout)
+        built = _run(words, cwd, env, timeout)
+        warned = [line for line in (built.stdout + built.stderr).splitlines() if "warning:" in line]
+        assert not warned, f"{name}: {shlex.join(words)} warns (examples build warning-free):\n" + "\n".join(warned)
     proc = _run(run, cwd, env, timeout)
     for pattern in headers.get("expect", []):
         if not any(re.search(pattern, line) for line in proc.stdout.splitlines()):
@@ -232,6 +239,40 @@ ALL = discover()
 @pytest.mark.parametrize("name, path", ALL, ids=[n for n, _p in ALL])
 def test_example_runs(name, path, tmp_path):
     run_example(name, path, tmp_path)
+
+
+# Every C and CUDA source of the examples compiles without a warning, with
+# -Werror, under each compiler a user may have (the build uses the one
+# Python was built with): the examples are code people copy.
+def _sources(ending):
+    return sorted(os.path.relpath(os.path.join(folder, f), EXAMPLES)
+                  for folder, _dirs, files in os.walk(EXAMPLES) for f in files if f.endswith(ending))
+
+
+C_FLAGS = ["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-fPIC"]      # (build.py's, and -Werror)
+
+
+@pytest.mark.parametrize("compiler", ["gcc", "clang"])
+@pytest.mark.parametrize("source", _sources(".c"))
+def test_example_c_compiles_without_warnings(source, compiler, tmp_path):
+    cc = shutil.which(compiler)
+    if not cc:
+        pytest.skip(f"no {compiler}")
+    cmd = [cc, "-c", *C_FLAGS, "-I", sysconfig.get_paths()["include"], "-I", pygpu.get_include(),
+           os.path.join(EXAMPLES, source), "-o", str(tmp_path / "out.o")]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and not r.stderr.strip(), f"{shlex.join(cmd)}\n{r.stderr}"
+
+
+@pytest.mark.parametrize("source", _sources(".cu"))
+def test_example_cuda_compiles_without_warnings(source, tmp_path):
+    nvcc = shutil.which("nvcc", path=_search_path(example_env()))
+    if not nvcc:
+        pytest.skip("no nvcc")
+    cmd = [nvcc, "-c", "-O2", "-Werror", "all-warnings", "-Xcompiler", "-fPIC,-Wall,-Wextra,-Werror",
+           os.path.join(EXAMPLES, source), "-o", str(tmp_path / "out.o")]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and not r.stderr.strip(), f"{shlex.join(cmd)}\n{r.stderr}"
 
 
 KNOWN = {"ctypes_kernel/", "cupy_handoff.py", "torch_handoff.py", "numba_kernel.py"} | HOST_EXAMPLES

@@ -181,7 +181,7 @@ def model(t):
     if t["device"] not in REACHABLE:
         return "device"
     nd = t["ndim"]
-    if nd < 0 or nd > 32:
+    if nd < 0 or nd > 64:                   # (NumPy 2's NPY_MAXDIMS, as PyGPU's)
         return "ndim"
     if nd > 0 and t["null_shape"]:
         return "shape pointer"
@@ -239,7 +239,7 @@ stride = st.one_of(st.integers(-6, 6), st.integers(-6, 6),
 CORRUPTIONS = {
     "version": st.sampled_from([(0, 8), (2, 0), (255, 255)]),
     "device": st.sampled_from([2, 4, 7, 10, 13, 99, -1, 0]),
-    "ndim": st.sampled_from([-1, 33, 64, -2 ** 31]),
+    "ndim": st.sampled_from([-1, 65, 1000, -2 ** 31]),
     "null_shape": st.just(True),
     "dtype": st.tuples(st.sampled_from([0, 1, 2, 5, 6, 3, 4, 7, 200]),
                        st.sampled_from([8, 16, 32, 64, 128, 0, 1, 24, 255])),

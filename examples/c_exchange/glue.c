@@ -30,6 +30,7 @@ static PyObject *axpy(PyObject *self, PyObject *args)
     PyObject *xo, *yo, *x = NULL, *y = NULL, *r = NULL;
     DLTensor tx, ty;
     void *stream = NULL;
+    (void)self;                                     /* (the module: a METH_VARARGS function's first argument) */
     if (!PyArg_ParseTuple(args, "fOO", &alpha, &xo, &yo))
         return NULL;
     if (!(x = vector(xo, &tx)) || !(y = vector(yo, &ty)))
