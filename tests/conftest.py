@@ -5,6 +5,11 @@ marked ``gpu_only``: they check what only real hardware can show (copy
 engines overlapping, the driver's view of a device) and skip on ``host``
 with a reason that says so.
 
+Long runs (the sanitizer builds, valgrind, the suite again in another
+configuration, a build's every file) are marked ``slow``: pyproject.toml's
+addopts leave them out of the default run (``python3 -m pytest``), and
+``python3 -m pytest -m slow`` runs exactly them (CI runs both).
+
 On the host backend the suite runs with two devices (PYGPU_HOST_DEVICES=2,
 set below unless already set), so that the tests of several devices run
 everywhere.  Tests that need a configuration the current process cannot
@@ -47,6 +52,10 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers",
         "gpu_only: needs a real GPU; skipped when pygpu.backend == 'host'",
+    )
+    config.addinivalue_line(
+        "markers",
+        "slow: a long run, left out of the default run; `python3 -m pytest -m slow` runs them",
     )
 
 

@@ -63,7 +63,7 @@ FOREIGN = {
     # parameters and placeholders in examples
     "allocator", "fn", "lib",
 }
-FOREIGN_PREFIXES = ("numpy.", "MPI.", "MPIX_", "mpi4py", "np.", "torch.", "cupy.", "cp.", "jax.", "jnp.", "numba.", "cuda.", "lib.",
+FOREIGN_PREFIXES = ("numpy.", "MPI.", "MPIX_", "mpi4py", "np.", "torch.", "cupy.", "cupyx.", "cp.", "jax.", "jnp.", "numba.", "cuda.", "lib.",
                     "cuda", "hip", "PyGPUArray_", "python", "nvidia-smi", "ctypes.", "contextvars.", "os.")
 
 

@@ -189,11 +189,13 @@ def _preprocessed(src, defines):
     return p.stdout
 
 
+@pytest.mark.slow
 def test_files_compiled_once_are_the_same_for_every_backend():
     """setup.py compiles the files that name no backend's macro once and
     links them into every backend (build_support/pygpu_sources.py): each
     preprocesses to the same text with every backend's macros and with none,
-    while a file the rule leaves to each backend (module.c) does not."""
+    while a file the rule leaves to each backend (module.c) does not.  (A
+    long run: every source preprocessed four times.)"""
     if not os.path.isdir(os.path.join(ROOT, "src")) or not shutil.which("gcc"):
         pytest.skip("needs the source checkout and gcc")
     sys.path.insert(0, os.path.join(ROOT, "build_support"))

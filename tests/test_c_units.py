@@ -12,7 +12,9 @@ these three also under ThreadSanitizer).
 Each is built with the system's C compiler (-Wall -Wextra -Werror) and run
 three ways: plainly, under valgrind memcheck (--error-exitcode=1
 --leak-check=full; skipped when valgrind is not installed), and built with
--fsanitize=address,undefined (skipped when the compiler cannot).
+-fsanitize=address,undefined (skipped when the compiler cannot).  The plain
+runs are in the default run; valgrind and the sanitizers (ThreadSanitizer's
+too) are long runs, marked slow (`python3 -m pytest -m slow`).
 """
 import os
 import shutil
@@ -78,6 +80,7 @@ def test_c_unit(built, unit):
     run([built(unit)])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("unit", sorted(UNITS))
 def test_c_unit_under_valgrind(built, unit):
     valgrind = shutil.which("valgrind")
@@ -89,6 +92,7 @@ def test_c_unit_under_valgrind(built, unit):
     assert "ERROR SUMMARY" not in proc.stderr or "0 errors" in proc.stderr, proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("unit", sorted(UNITS))
 def test_c_unit_with_sanitizers(tmp_path, unit):
     if sysconfig.get_platform().startswith("win"):
@@ -99,6 +103,7 @@ def test_c_unit_with_sanitizers(tmp_path, unit):
     run([exe], env=env)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("unit", ["test_workers", "test_lanes", "test_background"])
 def test_threaded_units_under_thread_sanitizer(tmp_path, unit):
     """The worker pool's slots, claims and joins with twelve callers at

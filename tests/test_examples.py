@@ -300,7 +300,7 @@ def test_example_headers(name):
 def test_examples_listed_in_readme(name, path):
     with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
         readme = f.read()
-    assert f"examples/{name}" in readme, f"README.md's Examples section does not list examples/{name}"
+    assert f"examples/{name}" in readme, f"README.md does not name examples/{name}"
 
 
 def test_every_file_in_examples_is_listed_in_examples_readme():

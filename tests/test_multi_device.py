@@ -4,13 +4,14 @@ peer and staged through the host), streams and events on each device.
 Needs two devices.  On a GPU machine with one GPU it skips.  On the host
 backend the suite has two devices (tests/conftest.py sets
 PYGPU_HOST_DEVICES=2), so the module runs in the test process, peer to peer;
-test_host_emulation at the bottom runs it again in a fresh interpreter with
-the devices refusing peer access (PYGPU_HOST_PEER=0), so that both paths
-between devices run in CI (and with peer access too where the process has
-fewer than two devices, PYGPU_HOST_DEVICES=1 set by hand), and once more
-with peer access granted but peer copies into pool memory landing nothing
-(PYGPU_HOST_PEER=2, as a 2026 driver did), so that the first copy's check
-sends every copy of the pair the staged way.
+test_host_emulation at the bottom (a long run, marked slow) runs it again
+in a fresh interpreter with the devices refusing peer access
+(PYGPU_HOST_PEER=0), so that both paths between devices run in CI (and
+with peer access too where the process has fewer than two devices,
+PYGPU_HOST_DEVICES=1 set by hand), and once more with peer access granted
+but peer copies into pool memory landing nothing (PYGPU_HOST_PEER=2, as a
+2026 driver did), so that the first copy's check sends every copy of the
+pair the staged way.
 """
 import os
 import subprocess
@@ -577,6 +578,7 @@ def test_torch_and_cupy_tensors_on_device_1():
 
 # ---- the host backend runs this module with two emulated devices ------------------------
 
+@pytest.mark.slow
 @pytest.mark.skipif(pygpu.backend != "host", reason="PYGPU_HOST_DEVICES presents devices on the host backend only")
 @pytest.mark.parametrize("peer", ["1", "0", "2"])
 def test_host_emulation(peer):

@@ -1,5 +1,5 @@
 """The host backend under AddressSanitizer, LeakSanitizer and
-UndefinedBehaviorSanitizer, in CI: tools/asan.sh builds it (into
+UndefinedBehaviorSanitizer, in CI's long runs (marked slow): tools/asan.sh builds it (into
 build/asan) and runs a part of the suite against that build.
 
 The whole suite takes about ten minutes that way (`bash tools/asan.sh`);
@@ -17,6 +17,10 @@ import subprocess
 import pytest
 
 import pygpu
+
+# A long run (a sanitized build, then a part of the suite under it): in
+# `python3 -m pytest -m slow`, not in the default run.
+pytestmark = pytest.mark.slow
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "tools", "asan.sh")

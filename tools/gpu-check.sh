@@ -174,7 +174,7 @@ if [ "$what" = stress ]; then
 fi
 if [ "$what" = copies ]; then
     python3 -m pygpu --no-bench 2>&1 | grep -i "device copies"
-    python3 -m pytest -q -ra tests/test_device_copy.py tests/test_array_copy.py tests/test_c_units.py 2>&1 \
+    python3 -m pytest -q -ra -m "slow or not slow" tests/test_device_copy.py tests/test_array_copy.py tests/test_c_units.py 2>&1 \
         | tee "$OUT/tests-copies.log" | tail -25
     python3 -m pygpu.bench --copies 2>/dev/null | tee "$OUT/bench-copies.txt"
     exit 0
@@ -189,8 +189,8 @@ if [ "$what" = devices ]; then
 fi
 
 if [ "$what" != bench ]; then
-    echo "== tests (PYGPU_BACKEND=cuda)"
-    python3 -m pytest -q -ra 2>&1 | tee "$OUT/tests-cuda.log" | tail -40
+    echo "== tests (PYGPU_BACKEND=cuda), the long runs (marked slow) included"
+    python3 -m pytest -q -ra -m "slow or not slow" 2>&1 | tee "$OUT/tests-cuda.log" | tail -40
     if [ "${GPU_CHECK_STAGED:-1}" = 1 ]; then    # (GPU_CHECK_STAGED=0: not this 5-minute variant)
         echo "== tests (PYGPU_BACKEND=cuda, every pageable copy staged)"
         PYGPU_TEST_STAGING=1 python3 -m pytest -q -x 2>&1 | tee "$OUT/tests-staged.log" | tail -3
