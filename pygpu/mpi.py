@@ -18,7 +18,7 @@ One process per GPU, as PyCUDA's MPI tutorial runs them::
 ``[array, count, MPI.FLOAT]``) as mpi4py does; everything else (``rank``,
 ``size``, ``Barrier``, ``bcast``...) is the wrapped communicator's.
 
-Two ways a GPUArray reaches MPI:
+Three ways a GPUArray reaches MPI:
 
 * **direct**, when the MPI library is CUDA-aware (or ROCm-aware for HIP):
   the array goes to mpi4py as it is, through ``__cuda_array_interface__``
@@ -33,8 +33,9 @@ Two ways a GPUArray reaches MPI:
 
 * **device to device** between ranks of one node when MPI is not CUDA-aware
   (the GPU backends; the host backend too when ``cuda_aware=False`` is
-  asked, so that CI runs it): ``Send``/``Recv``/``Sendrecv`` of a GPUArray
-  of ``Comm.ipc_min_bytes`` or more go through a mailbox of device memory
+  asked, so that CI runs it): ``Send``/``Recv``/``Sendrecv`` (and ``Bcast``
+  where every rank shares the node) of a GPUArray of
+  ``Comm.ipc_min_bytes`` or more go through a mailbox of device memory
   that the receiving rank maps once (``mem_alloc(ipc=True)``,
   ``IPCMemoryHandle``): the sender copies pieces into its mailbox on its
   device, the receiver copies them out over the link between the devices
@@ -47,7 +48,7 @@ Two ways a GPUArray reaches MPI:
   communicator constructors are; ``Comm(comm, ipc=False)`` is not, and
   stages as before.  A receiver that cannot map the sender's mailbox (another
   container, devices that cannot reach each other) has the data staged.
-  Collectives and ranks on other nodes are staged.
+  The other collectives, and ranks on other nodes, are staged.
 
 ``cuda_aware()`` says which holds: ``PYGPU_MPI_CUDA_AWARE=1`` or ``0`` decides;
 else the MPI library is asked (``MPIX_Query_cuda_support``, which Open MPI
@@ -299,6 +300,10 @@ class Comm:
         return self._run(lambda s, r: self.comm.Sendrecv(s, dest, sendtag, r, source, recvtag, status),
                          sends=[sendbuf], recvs=[recvbuf])
 
+    def _node_wide(self):
+        """True if every other rank of the communicator shares this node (and its mailboxes)."""
+        return self._ipc is not None and len(self._ipc.local) == self.comm.Get_size() - 1
+
     def _plain_send(self, buf, dest, tag):
         """A send as before (staged, or direct), as steps for _drive."""
         data = _Buffers(self.cuda_aware).send(buf)
@@ -306,6 +311,8 @@ class Comm:
 
     # collectives
     def Bcast(self, buf, root=0):
+        if self._node_wide() and _nbytes(buf) >= self.ipc_min_bytes:
+            return _drive(self._ipc.bcast(self, buf, root))
         if self.comm.Get_rank() == root:
             return self._run(lambda s: self.comm.Bcast(s, root), sends=[buf])
         return self._run(lambda r: self.comm.Bcast(r, root), recvs=[buf])
@@ -449,65 +456,116 @@ class _Node:
 
     # -- sending ------------------------------------------------------------------
 
+    def _plan(self, box, n):
+        """A transfer of `n` bytes through `box`: its id, piece size, pieces and header."""
+        x = next(self.ids) % self.tags
+        piece = min(box.SLOT_BYTES, max(4 << 20, -(-n // 8)))    # 8 pieces: the first copy short
+        piece = -(-piece // (64 << 10)) * (64 << 10)
+        header = _HEADER.pack(_MAGIC, self.key, x, n, piece, box.SLOTS, box.handle)
+        return x, piece, -(-n // piece), header
+
+    def _push(self, src, dests, box, x, piece, pieces, answers):
+        """Steps that move `src` (dense) through `box` to every rank of `dests`,
+        each pulling the pieces (_pull); a slot is filled again once every
+        one of them has given it back.  A rank that answers instead
+        (_TRUNCATED, _STAGE) drops out: its answer lands in `answers`."""
+        n = src.nbytes
+        stream = pygpu.current_stream()        # (after the work queued on it that writes `src`)
+        slots = min(box.SLOTS, pieces)
+        filled = [pygpu.Event(timing=False) for _ in range(slots)]
+        ready = np.zeros(1, np.int64)
+        replies = {d: np.zeros(1, np.int64) for d in dests}
+        back = {d: self.priv.Irecv(replies[d], d, 2 * x + _FREED) for d in dests}
+        freed = dict.fromkeys(dests, 0)         # pieces each has given back
+        told = dict.fromkeys(dests, 0)          # pieces each was told are ready
+        live = set(dests)
+        queued = announced = 0                  # pieces copied in (or being), said ready
+
+        def tell(d, k):
+            ready[0] = k
+            self.priv.Send(ready, d, 2 * x + _READY)
+            told[d] += 1
+
+        while any(freed[d] < pieces for d in live):
+            moved = False
+            if announced < queued and filled[announced % box.SLOTS].query():
+                for d in dests:                 # (one that answered drains one "ready" a slot)
+                    if d in live or told[d] < slots:
+                        tell(d, announced)
+                announced += 1
+                moved = True
+            if queued < min(pieces, min(freed[d] for d in live) + box.SLOTS):    # a slot given back
+                at = (queued % box.SLOTS) * piece
+                size = min(piece, n - queued * piece)
+                pygpu.memcpy_dtod_async(box.mem.ptr + at, src.ptr + queued * piece, size, stream=stream)
+                filled[queued % box.SLOTS].record(stream)
+                queued += 1
+                moved = True
+            for d in list(live):
+                if back[d].Test():
+                    if replies[d][0] < 0:
+                        answers[d] = int(replies[d][0])
+                        live.discard(d)
+                    else:
+                        freed[d] += 1
+                        if freed[d] < pieces:
+                            back[d] = self.priv.Irecv(replies[d], d, 2 * x + _FREED)
+                    moved = True
+            if not moved:
+                yield None
+        for d in dests:                         # the drains of those that answered
+            while told[d] < slots:
+                if told[d] < queued:
+                    filled[told[d] % box.SLOTS].synchronize()
+                tell(d, told[d])
+
+    def _staged(self, src, answers, x):
+        """Steps that send `src` through host memory to the ranks that asked (_STAGE)."""
+        asked = [d for d, answer in answers.items() if answer == _STAGE]
+        if asked:
+            host = src.get(pagelocked=True)
+            for d in asked:
+                yield self.priv.Isend([host, src.nbytes, _mpi().BYTE], d, 2 * x + _READY)
+
     def send(self, a, dest, tag):
         """Steps of a send of GPUArray `a` to `dest` through this rank's mailbox."""
         src = a if _contiguous(a) else a.copy()
-        n = src.nbytes
         box = self.mailbox()
-        stream = pygpu.current_stream()        # (after the work queued on it that writes `a`)
+        answers = {}
         with box.lock:
-            x = next(self.ids) % self.tags
-            piece = min(box.SLOT_BYTES, max(4 << 20, -(-n // 8)))    # 8 pieces: the first copy short
-            piece = -(-piece // (64 << 10)) * (64 << 10)
-            pieces = -(-n // piece)
-            header = _HEADER.pack(_MAGIC, self.key, x, n, piece, box.SLOTS, box.handle)
+            x, piece, pieces, header = self._plan(box, src.nbytes)
             sent = self.comm.Isend([header, _mpi().BYTE], dest, tag)
-            reply = np.zeros(1, np.int64)
-            ready = np.zeros(1, np.int64)
-            filled = [pygpu.Event(timing=False) for _ in range(min(box.SLOTS, pieces))]
-            queued = announced = freed = 0      # pieces copied in (or being), said ready, given back
-            answer = None
-
-            def fill(k):
-                at = (k % box.SLOTS) * piece
-                size = min(piece, n - k * piece)
-                pygpu.memcpy_dtod_async(box.mem.ptr + at, src.ptr + k * piece, size, stream=stream)
-                filled[k % box.SLOTS].record(stream)
-
-            def announce(k):
-                ready[0] = k
-                self.priv.Send(ready, dest, 2 * x + _READY)
-
-            back = self.priv.Irecv(reply, dest, 2 * x + _FREED)
-            while freed < pieces:
-                moved = False
-                if announced < queued and filled[announced % box.SLOTS].query():
-                    announce(announced)
-                    announced += 1
-                    moved = True
-                if queued < min(pieces, freed + box.SLOTS) and answer is None:   # a free slot: fill it
-                    fill(queued)
-                    queued += 1
-                    moved = True
-                if back.Test():
-                    if reply[0] < 0:            # an answer instead: no more pieces
-                        answer = int(reply[0])
-                        break
-                    freed += 1
-                    if freed < pieces:
-                        back = self.priv.Irecv(reply, dest, 2 * x + _FREED)
-                    moved = True
-                if not moved:
-                    yield None
-            # After an answer the receiver drains one "ready" a slot (what it would have had)
-            for k in range(announced, len(filled) if answer is not None else queued):
-                if k < queued:
-                    filled[k % box.SLOTS].synchronize()
-                announce(k)
-        if answer == _STAGE:
-            host = src.get(pagelocked=True)
-            yield self.priv.Isend([host, n, _mpi().BYTE], dest, 2 * x + _READY)
+            yield from self._push(src, [dest], box, x, piece, pieces, answers)
+        yield from self._staged(src, answers, x)
         yield sent
+
+    def bcast(self, owner, buf, root):
+        """Steps of a Bcast between ranks that all share this node: the root's
+        header goes to all (MPI's Bcast), then each pulls the pieces from the
+        root's mailbox.  A root whose buffer is host memory sends no header,
+        and MPI broadcasts as before."""
+        MPI = _mpi()
+        raw = bytearray(_HEADER.size)
+        a = _split(buf)[0]
+        if self.rank == root and isinstance(a, pygpu.GPUArray):
+            src = a if _contiguous(a) else a.copy()
+            box = self.mailbox()
+            with box.lock:
+                x, piece, pieces, raw[:] = self._plan(box, src.nbytes)
+                self.comm.Bcast([raw, MPI.BYTE], root)
+                answers = {}
+                yield from self._push(src, sorted(set(range(self.comm.Get_size())) - {root}), box, x, piece,
+                                      pieces, answers)
+            yield from self._staged(src, answers, x)
+            return None
+        self.comm.Bcast([raw, MPI.BYTE], root)
+        fields = _HEADER.unpack(raw)
+        if fields[0] != _MAGIC or fields[1] != self.key:     # the root's buffer is host memory
+            if self.rank == root:
+                return owner._run(lambda s: self.comm.Bcast(s, root), sends=[buf])
+            return owner._run(lambda r: self.comm.Bcast(r, root), recvs=[buf])
+        yield from self._pull(owner, fields, root, buf)
+        return None
 
     # -- receiving ----------------------------------------------------------------
 
@@ -533,12 +591,18 @@ class _Node:
         if fields[0] != _MAGIC or fields[1] != self.key:
             _write_bytes(buf, raw, owner.cuda_aware)     # a plain message of that size
             return None
-        _, _, x, n, piece, slots, handle = fields
-        peer = probed.Get_source()
-        pieces = -(-n // piece)
         if status is not None:
-            status.Set_elements(MPI.BYTE, n)
-        a, rest, is_list = _split(buf)
+            status.Set_elements(MPI.BYTE, fields[3])
+        yield from self._pull(owner, fields, probed.Get_source(), buf)
+        return None
+
+    def _pull(self, owner, fields, peer, buf):
+        """Steps of the receiving side of a transfer (its header's `fields`)
+        from `peer`'s mailbox into `buf`, giving each slot back once read."""
+        MPI = _mpi()
+        _, _, x, n, piece, slots, handle = fields
+        pieces = -(-n // piece)
+        a = _split(buf)[0]
         gpu = isinstance(a, pygpu.GPUArray)
         capacity = a.nbytes if gpu else memoryview(_split_host(buf)).nbytes
         box = self.opened(handle)
@@ -588,6 +652,17 @@ class _Node:
         if dest is not None and dest is not a:
             a[...] = dest
         return None
+
+
+def _nbytes(buf):
+    """The bytes of a buffer argument (the same on every rank of a collective)."""
+    a = _split(buf)[0]
+    if isinstance(a, pygpu.GPUArray):
+        return a.nbytes
+    try:
+        return memoryview(_split_host(buf)).nbytes
+    except TypeError:
+        return 0
 
 
 def _split_host(buf):

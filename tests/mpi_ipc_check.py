@@ -65,6 +65,20 @@ for n in counts:
     expect[::4] = data(2 * n, prv, np.float32)[::2]
     assert np.array_equal(c.get(), expect), ("Sendrecv strided", n)
 
+# Bcast from every root: device buffers everywhere, or host memory on the root or on the others
+for root in range(size):
+    for n in counts[:4]:
+        for kinds in ("gpu", "host root", "host others"):
+            host = (kinds == "host root") == (rank == root) and kinds != "gpu"
+            want = data(n, root, salt=11)
+            if rank == root:
+                buf = want.copy() if host else pygpu.to_gpu(want)
+            else:
+                buf = np.zeros(n) if host else pygpu.zeros(n)
+            comm.Bcast(buf, root=root)
+            got = buf if host else buf.get()
+            assert np.array_equal(got, want), ("Bcast", root, n, kinds)
+
 # a NumPy receiver of a GPUArray, and a GPUArray receiver of NumPy; any source and tag
 n = counts[3]
 for way in range(2):
@@ -114,6 +128,9 @@ try:
         b = pygpu.zeros(n)
         comm.Sendrecv(pygpu.to_gpu(data(n, rank, salt=6)), dest=nxt, recvbuf=b, source=prv)
         assert np.array_equal(b.get(), data(n, prv, salt=6)), ("staged", n)
+        b = pygpu.to_gpu(data(n, 0, salt=8)) if rank == 0 else pygpu.zeros(n)
+        comm.Bcast(b, root=0)
+        assert np.array_equal(b.get(), data(n, 0, salt=8)), ("staged Bcast", n)
 finally:
     pygpu.mpi._Node.opened = opened
 
