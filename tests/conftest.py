@@ -60,6 +60,11 @@ def pytest_configure(config):
         "markers",
         "gpu_only: needs a real GPU; skipped when pygpu.backend == 'host'",
     )
+    config.addinivalue_line(
+        "markers",
+        "timing: arms a timer, sleeps, counts ticks or races threads: written so that a loaded "
+        "machine cannot fail it, and run many times under a CPU hog by tools/timing-stress.sh",
+    )
 
 
 def pytest_collection_modifyitems(config, items):

@@ -143,6 +143,7 @@ def settle():
 """
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("wait", ["1", "0"])
 def test_uploads_bigger_than_a_ring_go_through_one(run_python, wait):
     """An upload bigger than a ring (four chunks of 16 MiB) goes through
@@ -183,6 +184,7 @@ assert pygpu.pinned_pool_stats()["background"] == 0
         assert not ring and len([line for line in ups if "through a whole block" in line]) == len(ups), ups
 
 
+@pytest.mark.timing
 def test_the_route_is_named(run_python):
     """With PYGPU_STAGING_TRACE=1 the route says an async upload of 1 MiB
     or more went in the background once the pool holds a block of its size
@@ -210,6 +212,7 @@ pygpu.to_gpu(np.ones(MiB // 8 * 3))
     assert not [u for u in ups[3:] if ": in the background" in u]
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("wait", ["1", "0"])
 def test_the_gates_are_the_devices_wait_where_it_has_one(run_python, wait):
     """Each chunk's gate is the stream waiting for the upload's counter in
@@ -331,6 +334,7 @@ def test_many_uploads_leave_nothing_behind(pageable):
     np.testing.assert_array_equal(last.get(), np.full(MiB // 8 + 199, 199.0))
 
 
+@pytest.mark.timing
 def test_threads_upload_in_the_background_at_once(pageable):
     """Eight threads, each on its own stream, each uploading arrays of its
     own in the background and reading them back: every one whole, no
@@ -385,6 +389,7 @@ print("child", os.waitstatus_to_exitcode(status))
     assert proc.stdout.split()[-1] == "0", proc.stdout + proc.stderr
 
 
+@pytest.mark.timing
 def test_an_interrupt_among_uploads_loses_nothing(pageable, sigint):
     """KeyboardInterrupt while uploads are going on in the background: the
     uploads already queued complete (the interrupt stops the caller, not
@@ -416,6 +421,7 @@ def test_an_interrupt_among_uploads_loses_nothing(pageable, sigint):
     assert pygpu.pinned_pool_stats()["in_use"] <= before
 
 
+@pytest.mark.timing
 def test_threads_at_the_pinned_pool_limit(pageable):
     """Eight threads uploading while the pinned pool's limit leaves room
     for no block of their size: the mover cannot page-lock one, every
@@ -468,6 +474,7 @@ def test_async_downloads_arrive_whole(pageable, dtype):
         np.testing.assert_array_equal(g.get(), np.zeros_like(a), err_msg=name)
 
 
+@pytest.mark.timing
 def test_the_download_route_is_named(run_python):
     """With PYGPU_STAGING_TRACE=1 the route says an async download of 1 MiB
     or more into pageable memory went in the background once the pool
@@ -497,6 +504,7 @@ g.get(ary=out)
     assert ": staged (" in downs[3], downs[3]
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("cache, wait", [(None, "1"), ("2M", "1"), ("2M", "0")])
 def test_downloads_bigger_than_the_cache_go_through_a_ring(run_python, cache, wait):
     """A download bigger than the host's last-level cache (PYGPU_CACHE_BYTES
@@ -543,6 +551,7 @@ assert pygpu.pinned_pool_stats()["background"] == 0
         assert not ring and any(line.endswith("whole block, copied out with streaming stores") for line in downs)
 
 
+@pytest.mark.timing
 def test_allocations_beside_gated_transfers_do_not_deadlock(run_python):
     """A thread that allocates and frees device and page-locked memory
     through the runtime (whose frees wait for the device) while another
@@ -596,6 +605,7 @@ print("rounds", rounds, "churned", churned[0])
         p.stderr[-2000:]
 
 
+@pytest.mark.timing
 def test_threads_on_the_default_stream_and_their_own_do_not_deadlock(run_python):
     """Threads moving data in the background at once, one on the legacy
     default stream (which waits for the work queued before on every
@@ -702,6 +712,7 @@ def test_many_downloads_leave_nothing_behind(pageable):
     assert not [r for r in refs if r() is not None]
 
 
+@pytest.mark.timing
 def test_threads_download_in_the_background_at_once(pageable):
     """Eight threads, each on its own stream, each downloading arrays of its
     own in the background (and uploading them first): every one whole, no
@@ -746,6 +757,7 @@ print("queued")
     assert proc.stdout.strip().endswith("queued")
 
 
+@pytest.mark.timing
 def test_threads_that_end_with_transfers_queued(pageable):
     """Threads that queue a background upload and a background download
     on a stream of their own and end at once, dropping the stream and the
@@ -783,6 +795,7 @@ def test_threads_that_end_with_transfers_queued(pageable):
     assert pygpu.pinned_pool_stats()["in_use"] <= before
 
 
+@pytest.mark.timing
 def test_a_thread_stopped_by_an_exception_mid_transfers(pageable):
     """A thread stopped by an exception raised in it from outside (the
     nearest Python has to killing a thread: PyThreadState_SetAsyncExc)
@@ -836,6 +849,7 @@ def test_a_thread_stopped_by_an_exception_mid_transfers(pageable):
     assert pygpu.pinned_pool_stats()["in_use"] <= before
 
 
+@pytest.mark.timing
 def test_an_interrupt_among_downloads_loses_nothing(pageable, sigint):
     """KeyboardInterrupt while downloads go on in the background: those
     queued complete, every destination that a call returned holds its
@@ -942,6 +956,7 @@ MID = 5 * MiB + 8000
     ("ring upload, a chunk after the ring came round", True, BIG, 2, BIG // 8, 6, {}),
     ("ring upload, the first chunk", True, BIG, 2, BIG // 8, 1, {}),
 ])
+@pytest.mark.timing
 def test_a_chunk_failing_part_way_raises_and_leaves_nothing(run_python, case, up, n, depth, chunk, nth, env):
     """A background transfer whose K-th chunk DMA fails (the host backend's
     PYGPU_HOST_FAIL_COPY, for copies of the chunks' size): the call raises

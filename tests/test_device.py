@@ -131,6 +131,7 @@ def test_context_manager_single_device():
     assert pygpu.get_device() == 0
 
 
+@pytest.mark.timing
 def test_thread_does_not_change_main_current_device():
     n = pygpu.device_count()
     j = n - 1
@@ -280,6 +281,7 @@ print("OK")
 """
 
 
+@pytest.mark.timing
 def test_multi_device_host_subprocess(run_python):
     """Three host devices: nesting, restore, per-thread state."""
     proc = run_python(MULTI_DEVICE_SCRIPT,

@@ -168,6 +168,7 @@ def best_ns(measure, limit, tries=10):
     return min(seen)
 
 
+@pytest.mark.timing
 def test_c_exchange_speed(ext):
     """Measured in C; the target (<= 100 ns) is the bench's business, this
     only catches a path gone slow by orders of magnitude."""

@@ -268,6 +268,7 @@ print(json.dumps(spent))
 """
 
 
+@pytest.mark.timing
 @needs_host
 def test_a_child_forked_during_a_transfer_does_not_spin(run_python):
     """A transfer running in another thread at the fork is the parent's: the
@@ -417,6 +418,7 @@ def full_time(call):
 INTERRUPT_TRIES = 8
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("direction", ["get", "strided get", "strided set", "get into strided host",
                                        "strided set of 4-byte elements"])
 def test_interrupt_stops_staged_transfers_cleanly(staged_small, direction):
@@ -490,6 +492,7 @@ print("ok")
 """
 
 
+@pytest.mark.timing
 def test_interrupt_with_another_thread_transferring(run_python):
     """The main thread is interrupted while a second thread transfers too:
     both finish, nothing hangs."""

@@ -148,6 +148,7 @@ def _script_threads(clock, warm_calls, warm_dt, dt, fail_at=None):
     return setup
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("nthreads", [1, 4])
 def test_scale_aggregate_times_only_the_timed_rounds(monkeypatch, nthreads):
     """The threads' warm-up rounds (alone, then together) are not in the
@@ -162,6 +163,7 @@ def test_scale_aggregate_times_only_the_timed_rounds(monkeypatch, nthreads):
     assert gbs == pytest.approx(100.0, rel=1e-6)
 
 
+@pytest.mark.timing
 def test_scale_aggregate_failure_in_warm_up_raises_without_hanging(monkeypatch):
     """A transfer that fails in the threads' shared warm-up ends the
     aggregate with its error; the other threads and the timer do not wait

@@ -164,6 +164,7 @@ def test_with_restores_on_exception():
     assert pygpu.current_stream() is Stream.null
 
 
+@pytest.mark.timing
 def test_threads_have_independent_current_streams():
     s_main, s_thread = Stream(), Stream()
     entered, release = threading.Event(), threading.Event()

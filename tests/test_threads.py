@@ -97,6 +97,7 @@ def shared_work(shared_host, shared, out):
     return work
 
 
+@pytest.mark.timing
 def test_eight_threads_shared_arrays(staging):
     rng = np.random.default_rng(0)
     shared_host = rng.standard_normal((NTHREADS * 12, 96))
@@ -142,6 +143,7 @@ print("in use", pygpu.pinned_pool_stats()["in_use"])
 """
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("nthreads,devices", [(4, 1), (12, 1), (8, 2)])
 def test_concurrent_transfers_each_take_a_lane(run_python, nthreads, devices):
     """Threads transferring at once (more than a device's lanes, too, and on
@@ -191,6 +193,7 @@ print("in use", pygpu.pinned_pool_stats()["in_use"])
 """
 
 
+@pytest.mark.timing
 def test_crowded_transfers_take_small_lanes(run_python):
     """Eight threads transferring at once: the transfers that start while
     another is at work on the device go through lanes of crowd_up (uploads)
@@ -287,6 +290,7 @@ def traced_copies(stderr, marker):
             yield phase, [(int(k), int(p)) for k, p in re.findall(r" c\d+@[0-9.]+\[(\d+)K\]\{(\d+) parts", line)]
 
 
+@pytest.mark.timing
 def test_a_big_transfer_alone_takes_threads_alone(run_python):
     """A transfer of more than depth x chunk bytes while no other is at
     work in the process copies each chunk on threads_alone threads (the
@@ -342,6 +346,7 @@ print("ok")
     assert parts[96 << 10] and max(parts[96 << 10]) >= 2, parts
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("limit", [0, 200 << 10, 1 << 20])
 def test_threads_at_the_pinned_pool_limit(staging, limit):
     """Eight threads transferring while the pinned pool's limit leaves room
@@ -396,6 +401,7 @@ print(after_burst // lane, pygpu.pinned_pool_stats()["in_use"] // lane, pygpu.pi
 """
 
 
+@pytest.mark.timing
 def test_a_burst_of_threads_leaves_one_lane(run_python):
     """After eight threads transfer at once, their lanes keep their buffers
     while the burst lasts; once it has been over for a second, the next
@@ -469,6 +475,7 @@ def progress_during(call, seconds=0.05):
     return ticks, took
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("what", ["staged set", "staged get", "strided staged get", "direct copy",
                                   "device copy"])
 def test_the_gil_is_released_while_data_moves(staging, what):
@@ -505,6 +512,7 @@ def test_the_gil_is_released_while_data_moves(staging, what):
         f"{what}: another thread ran too little beside the call in each of {GIL_TRIES} tries (ticks, ms): {seen}"
 
 
+@pytest.mark.timing
 @pytest.mark.gpu_only
 def test_the_gil_is_released_while_waiting():
     """synchronize(), Stream.synchronize() and Event.synchronize() wait

@@ -174,6 +174,7 @@ def test_transfer_config_crowd_settings():
     assert pygpu.transfer_config() == saved
 
 
+@pytest.mark.timing
 def test_threads_transfer_at_once(staging):
     rng = np.random.default_rng(3)
     arrays = [rng.integers(0, 1000, (97, 131), dtype=np.int64) for _ in range(8)]
@@ -197,6 +198,7 @@ def test_threads_transfer_at_once(staging):
     assert not errors, errors
 
 
+@pytest.mark.timing
 def test_interrupt_stops_a_long_transfer_cleanly(staging):
     pygpu.transfer_config(chunk=4096, depth=2, threads=1)
     a = np.ones(64 << 20, np.uint8)
@@ -603,6 +605,7 @@ def test_page_locked_arrays_and_is_pinned():
     assert not pygpu.is_pinned(h)
 
 
+@pytest.mark.timing
 @pytest.mark.gpu_only
 def test_a_second_thread_progresses_during_a_big_transfer():
     """While one thread moves 1 GiB through the pipeline (GIL released), a
@@ -639,6 +642,7 @@ def test_a_second_thread_progresses_during_a_big_transfer():
     assert int(g[:: 1 << 20].get().sum()) == 1 << 10
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("how", ["get_async", "get(async_=True)", "memcpy_dtoh_async", "rows view"])
 def test_async_download_into_page_locked_memory_only_queues(how):
     """Into page-locked memory the async downloads return once the copy is
@@ -871,6 +875,7 @@ print(json.dumps((v.ru_utime + v.ru_stime - u.ru_utime - u.ru_stime) / (t1 - t0)
 """
 
 
+@pytest.mark.timing
 def test_workers_beyond_the_thread_setting_sleep():
     """After transfer_config(threads=...) is lowered, the workers started
     for the earlier setting neither take part nor spin while transfers run
