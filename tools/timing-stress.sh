@@ -33,7 +33,8 @@ for r in $(seq "$runs"); do
     if [ $rc -ne 0 ]; then
         failed=$((failed + 1))
         # (the short summary's lines; a run killed by the timeout has none)
-        echo "$out" | grep -E "^(FAILED|ERROR) " | sed 's/ - .*//' | tee -a "$failures"
+        echo "$out" | grep -E "^(FAILED|ERROR) " | cut -c1-300
+        echo "$out" | grep -E "^(FAILED|ERROR) " | sed 's/ - .*//' >> "$failures"
         [ $rc -eq 124 ] && echo "TIMEOUT run $r (900 s)" | tee -a "$failures"
         echo "$out" | grep -E "Interrupt" | head -3
     fi
