@@ -33,6 +33,18 @@ os.environ.setdefault("PYGPU_HOST_DEVICES", "2")
 
 import pygpu  # noqa: E402
 
+try:
+    from hypothesis import settings as _hypothesis_settings
+except ImportError:             # (the property tests then fail to import, saying why)
+    pass
+else:
+    # No time limit on an example, for every property test, not only those
+    # that pass settings of their own (gpuarray_helpers.PROPERTY and
+    # test_fuzz.budget say deadline=None too): Hypothesis' default of 200 ms
+    # fails a test whose example met a loaded machine.
+    _hypothesis_settings.register_profile("pygpu", deadline=None)
+    _hypothesis_settings.load_profile("pygpu")
+
 GPU_BACKENDS = ("cuda", "hip")
 
 # The directory that holds the pygpu package, so that subprocesses import
@@ -56,6 +68,11 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers",
         "slow: a long run, left out of the default run; `python3 -m pytest -m slow` runs them",
+    )
+    config.addinivalue_line(
+        "markers",
+        "timing: arms a timer, sleeps, counts ticks or races threads: written so that a loaded "
+        "machine cannot fail it, and run many times under a CPU hog by tools/timing-stress.sh",
     )
 
 

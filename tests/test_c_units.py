@@ -75,13 +75,17 @@ def built(tmp_path_factory):
     return get
 
 
-@pytest.mark.parametrize("unit", sorted(UNITS))
+# (test_background waits for its mover: tools/timing-stress.sh runs it under load)
+TIMED_UNITS = [pytest.param(u, marks=pytest.mark.timing) if u == "test_background" else u for u in sorted(UNITS)]
+
+
+@pytest.mark.parametrize("unit", TIMED_UNITS)
 def test_c_unit(built, unit):
     run([built(unit)])
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("unit", sorted(UNITS))
+@pytest.mark.parametrize("unit", TIMED_UNITS)
 def test_c_unit_under_valgrind(built, unit):
     valgrind = shutil.which("valgrind")
     if not valgrind:

@@ -156,12 +156,25 @@ def test_allocator_errors_go_to_set_error(ext):
         ext.allocate(pygpu.zeros(1), (-1,), kDLFloat, 32, OWN[0], 0, False)
 
 
+def best_ns(measure, limit, tries=10):
+    """The first of up to `tries` measurements (ns per exchange, on the
+    wall clock) under `limit`, else the least: a loaded machine can take
+    the core away for part of one batch, never for every batch."""
+    seen = []
+    for _ in range(tries):
+        seen.append(measure())
+        if seen[-1] < limit:
+            break
+    return min(seen)
+
+
+@pytest.mark.timing
 def test_c_exchange_speed(ext):
     """Measured in C; the target (<= 100 ns) is the bench's business, this
     only catches a path gone slow by orders of magnitude."""
     g = pygpu.zeros((8, 8))
-    assert ext.exchange(g, 100000) < 5000
-    assert pygpu._exchange_timing(g, 100000, "managed") < 5000
+    assert best_ns(lambda: ext.exchange(g, 20000), 5000) < 5000
+    assert best_ns(lambda: pygpu._exchange_timing(g, 20000, "managed"), 5000) < 5000
     for what in ("view", "roundtrip", "stream"):
         assert pygpu._exchange_timing(g, 1000, what) > 0
     with pytest.raises(TypeError, match="no DLPack exchange API"):

@@ -268,6 +268,7 @@ print(json.dumps(spent))
 """
 
 
+@pytest.mark.timing
 @needs_host
 def test_a_child_forked_during_a_transfer_does_not_spin(run_python):
     """A transfer running in another thread at the fork is the parent's: the
@@ -378,7 +379,9 @@ def staged_small():
 
 def interrupt_after(seconds, call):
     """Run call() with a SIGALRM due after `seconds` whose handler raises
-    KeyboardInterrupt; the time until call() raised it."""
+    KeyboardInterrupt: the time until call() raised it, or None where
+    call() returned first (a machine busy while the baseline was measured
+    can make the alarm late)."""
     inside = [True]
 
     def handler(signum, frame):
@@ -387,14 +390,16 @@ def interrupt_after(seconds, call):
 
     old = signal.signal(signal.SIGALRM, handler)
     try:
-        with pytest.raises(KeyboardInterrupt):
+        t0 = time.perf_counter()
+        try:
             try:        # (armed in here: a busy machine may deliver it at once, still inside)
-                t0 = time.perf_counter()
                 signal.setitimer(signal.ITIMER_REAL, seconds)
                 call()
             finally:
                 inside[0] = False
-        return time.perf_counter() - t0
+        except KeyboardInterrupt:
+            return time.perf_counter() - t0
+        return None
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
@@ -410,13 +415,22 @@ def full_time(call):
     return best
 
 
+INTERRUPT_TRIES = 8
+
+
+@pytest.mark.timing
 @pytest.mark.parametrize("direction", ["get", "strided get", "strided set", "get into strided host",
                                        "strided set of 4-byte elements"])
 def test_interrupt_stops_staged_transfers_cleanly(staged_small, direction):
     """test_transfers.py interrupts a set(); the other directions of the
     pipeline stop as cleanly: between chunks (well before the transfer
     would have ended), the staging buffers free for the next transfer,
-    which is correct."""
+    which is correct.  How soon it stopped is a time on the wall clock,
+    which a loaded machine stretches (the thread may wait a second for a
+    core between the alarm and the next chunk): it must be short in one
+    of INTERRUPT_TRIES tries, each against a baseline measured just
+    before; a transfer that only stops at its end never is.  Every try,
+    whatever its time, leaves the buffers free."""
     if direction == "get" and pygpu.backend != "host":
         pytest.skip("get() of a new array is one DMA into page-locked memory on a GPU, not staged")
     if direction == "strided get" and pygpu.copy_kernels()["ready"]:
@@ -434,11 +448,18 @@ def test_interrupt_stops_staged_transfers_cleanly(staged_small, direction):
              "strided set of 4-byte elements": lambda: g32[::2].set(h32)}
     g32 = pygpu.to_gpu(a.view(np.uint32))
     h32 = np.ascontiguousarray(a.view(np.uint32)[1::2])
-    whole = full_time(calls[direction])          # (the buffers are taken now: part of the baseline)
-    in_use = pygpu.pinned_pool_stats()["in_use"]
-    took = interrupt_after(whole / 10, calls[direction])
-    assert took < 0.6 * whole, f"stopped after {took * 1e3:.1f} ms of a {whole * 1e3:.1f} ms transfer"
-    assert pygpu.pinned_pool_stats()["in_use"] == in_use
+    tries = []
+    for _ in range(INTERRUPT_TRIES):
+        whole = full_time(calls[direction])      # (the buffers are taken now: part of the baseline)
+        in_use = pygpu.pinned_pool_stats()["in_use"]
+        took = interrupt_after(whole / 10, calls[direction])
+        assert pygpu.pinned_pool_stats()["in_use"] == in_use
+        tries.append("not interrupted" if took is None else f"{took * 1e3:.1f}")
+        tries[-1] += f" of {whole * 1e3:.1f} ms"
+        if took is not None and took < 0.6 * whole:
+            break
+    else:
+        pytest.fail(f"never stopped well before the end of the transfer in {INTERRUPT_TRIES} tries: {tries}")
     g.set(a)
     np.testing.assert_array_equal(g[::4093].get(), a[::4093])
     np.testing.assert_array_equal(g[1::2].get()[:1000], a[1::2][:1000])
@@ -471,6 +492,7 @@ print("ok")
 """
 
 
+@pytest.mark.timing
 def test_interrupt_with_another_thread_transferring(run_python):
     """The main thread is interrupted while a second thread transfers too:
     both finish, nothing hangs."""

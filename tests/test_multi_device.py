@@ -181,6 +181,7 @@ def test_device_memory_is_freed_on_its_device():
     assert pygpu.Device(1).mem_info()[0] >= free0 - (4 << 20)
 
 
+@pytest.mark.timing
 @two
 def test_threads_each_on_their_own_device(rng):
     h = rng.standard_normal(1 << 15)
@@ -638,6 +639,7 @@ print("ok")
 """
 
 
+@pytest.mark.timing
 @two
 def test_uploads_to_two_devices_at_once_each_go_through_the_ring(run_python):
     """An upload that fills the staging buffers while another thread

@@ -27,7 +27,7 @@ def test_without_kernels_every_copy_is_the_same(files):
     env = dict(os.environ, PYGPU_KERNELS="0")
     cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
            "-W", "ignore::pygpu.BackendWarning", *[os.path.join(HERE, f) for f in files]]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600,
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800,
                           cwd=PACKAGE_ROOT)     # (where the pygpu under test is: the checkout, or an installed wheel)
     tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-30:])
     assert proc.returncode == 0, tail

@@ -56,7 +56,7 @@ def test_host_backend_under_asan_and_ubsan():
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYGPU_", "ASAN_", "LSAN_", "UBSAN_"))}
     env["PYGPU_LEAK_ROUNDS"] = "20"
     proc = subprocess.run(["bash", SCRIPT, *SUBSET, "-q", "-x"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=1800)
     if proc.returncode == 77:
         pytest.skip(proc.stderr.strip())
     tail = (proc.stdout[-6000:] + "\n" + proc.stderr[-6000:]).strip()

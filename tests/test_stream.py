@@ -164,6 +164,7 @@ def test_with_restores_on_exception():
     assert pygpu.current_stream() is Stream.null
 
 
+@pytest.mark.timing
 def test_threads_have_independent_current_streams():
     s_main, s_thread = Stream(), Stream()
     entered, release = threading.Event(), threading.Event()
@@ -175,7 +176,7 @@ def test_threads_have_independent_current_streams():
             with s_thread:
                 seen["inside"] = pygpu.current_stream()
                 entered.set()
-                release.wait(10)
+                release.wait(60)
                 seen["inside_later"] = pygpu.current_stream()
             seen["after"] = pygpu.current_stream()
         except BaseException as e:
@@ -185,10 +186,10 @@ def test_threads_have_independent_current_streams():
     with s_main:
         t = threading.Thread(target=worker)
         t.start()
-        assert entered.wait(10)
+        assert entered.wait(60)
         assert pygpu.current_stream() is s_main
         release.set()
-        t.join(10)
+        t.join(60)
         assert pygpu.current_stream() is s_main
     assert "error" not in seen, seen
     assert seen["start"] is Stream.null

@@ -174,6 +174,7 @@ def test_transfer_config_crowd_settings():
     assert pygpu.transfer_config() == saved
 
 
+@pytest.mark.timing
 def test_threads_transfer_at_once(staging):
     rng = np.random.default_rng(3)
     arrays = [rng.integers(0, 1000, (97, 131), dtype=np.int64) for _ in range(8)]
@@ -197,6 +198,7 @@ def test_threads_transfer_at_once(staging):
     assert not errors, errors
 
 
+@pytest.mark.timing
 def test_interrupt_stops_a_long_transfer_cleanly(staging):
     pygpu.transfer_config(chunk=4096, depth=2, threads=1)
     a = np.ones(64 << 20, np.uint8)
@@ -214,7 +216,7 @@ def test_interrupt_stops_a_long_transfer_cleanly(staging):
             signal.setitimer(signal.ITIMER_REAL, 0.01)     # (armed in here: it may fire at once)
             for _ in range(50):         # 3.2 GiB in 4 KiB chunks: far longer than 10 ms
                 g.set(a)
-        assert time.perf_counter() - t0 < 30
+        assert time.perf_counter() - t0 < 120    # (a hang guard: it stops at the next chunk)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
@@ -603,6 +605,7 @@ def test_page_locked_arrays_and_is_pinned():
     assert not pygpu.is_pinned(h)
 
 
+@pytest.mark.timing
 @pytest.mark.gpu_only
 def test_a_second_thread_progresses_during_a_big_transfer():
     """While one thread moves 1 GiB through the pipeline (GIL released), a
@@ -619,17 +622,27 @@ def test_a_second_thread_progresses_during_a_big_transfer():
         finally:
             done.set()
 
-    t = threading.Thread(target=mover)
-    t.start()
-    count = 0
-    while not done.is_set():
-        np.testing.assert_array_equal(pygpu.to_gpu(small).get(), small)
-        count += 1
-    t.join()
-    assert count >= 10, f"only {count} small round trips while 3 GiB moved"
+    # (A count of round trips in a stretch of wall-clock time: a loaded
+    # machine can keep this thread off the cores for most of one try.
+    # With the GIL held through a set(), no try comes near ten.)
+    counts = []
+    for _ in range(5):
+        done.clear()
+        t = threading.Thread(target=mover)
+        t.start()
+        count = 0
+        while not done.is_set():
+            np.testing.assert_array_equal(pygpu.to_gpu(small).get(), small)
+            count += 1
+        t.join()
+        counts.append(count)
+        if count >= 10:
+            break
+    assert counts[-1] >= 10, f"only {counts} small round trips while 3 GiB moved (each try)"
     assert int(g[:: 1 << 20].get().sum()) == 1 << 10
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("how", ["get_async", "get(async_=True)", "memcpy_dtoh_async", "rows view"])
 def test_async_download_into_page_locked_memory_only_queues(how):
     """Into page-locked memory the async downloads return once the copy is
@@ -643,7 +656,11 @@ def test_async_download_into_page_locked_memory_only_queues(how):
     if how == "rows view":      # every other row of 2 KiB: one 2-D DMA
         full = np.concatenate([src, -src]).reshape(16, 512)
         g, src = pygpu.to_gpu(full)[::2, 256:], full[::2, 256:]
-    for _ in range(3):
+    # A call that waited for the stream finds it done every time; one that
+    # only queues finds it busy unless this thread lost its core for the 5
+    # ms between the two calls (a loaded machine): busy in one of ten tries.
+    busy = []
+    for r in range(10):
         out = pygpu.pagelocked_zeros(src.shape, src.dtype)
         gbig.set_async(big, stream=s)
         if how in ("get_async", "rows view"):
@@ -652,10 +669,13 @@ def test_async_download_into_page_locked_memory_only_queues(how):
             assert g.get(ary=out, async_=True, stream=s) is out
         else:
             pygpu.memcpy_dtoh_async(out, g.ptr, s)
-        if pygpu.backend != "host":
-            assert not s.query(), "the download waited for the stream"
+        busy.append(not s.query())
         s.synchronize()
         np.testing.assert_array_equal(out, src)
+        if r >= 2 and (any(busy) or pygpu.backend == "host"):     # (host streams are done on return)
+            break
+    if pygpu.backend != "host":
+        assert any(busy), "the download waited for the stream (each of ten tries)"
 
 
 def test_async_downloads_into_pageable_or_new_arrays_are_complete_on_return():
@@ -855,6 +875,7 @@ print(json.dumps((v.ru_utime + v.ru_stime - u.ru_utime - u.ru_stime) / (t1 - t0)
 """
 
 
+@pytest.mark.timing
 def test_workers_beyond_the_thread_setting_sleep():
     """After transfer_config(threads=...) is lowered, the workers started
     for the earlier setting neither take part nor spin while transfers run

@@ -51,6 +51,18 @@ static void reap(void)
 
 static uint64_t seeds[THREADS];
 
+/* How long to wait for the mover at the most: a hang guard, far beyond
+ * what it needs even on a loaded machine or under valgrind (a count of
+ * 1 ms sleeps was a deadline of a few seconds in disguise). */
+#define GIVE_UP_S 120.0
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 static void *mover(void *arg)
 {
     int me = (int)(long)arg, down = me & 1;
@@ -67,7 +79,8 @@ static void *mover(void *arg)
             dev[i] = (double)(i ^ me);
         ptrdiff_t shape[2] = {rows, cols}, strides[2] = {pitch * 8, strided ? 16 : 8};
         int taken = 0;
-        for (int attempt = 0; attempt < 2000 && !taken; attempt++) {
+        double give_up = now_s() + GIVE_UP_S;
+        for (int attempt = 0; !taken && (attempt == 0 || now_s() < give_up); attempt++) {
             int *owner = &owners[(me * ROUNDS + r) * 2 + (attempt > 0)];
             pygpu_status s = down ? pygpu_bg_download((char *)host, strides, 2, shape, 8, (const char *)dev,
                                                       PYGPU_STREAM_NULL, owner, &taken)
@@ -114,7 +127,8 @@ int main(void)
         CHECK(pthread_create(&t[i], NULL, mover, (void *)i) == 0);
     for (int i = 0; i < THREADS; i++)
         pthread_join(t[i], NULL);
-    for (int i = 0; i < 5000 && pygpu_bg_pending() > 0; i++) {      /* (blocks still being page-locked) */
+    double give_up = now_s() + GIVE_UP_S;
+    while (pygpu_bg_pending() > 0 && now_s() < give_up) {      /* (blocks still being page-locked) */
         struct timespec ms = {0, 1000000};
         nanosleep(&ms, NULL);
         reap();
