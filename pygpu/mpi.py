@@ -410,7 +410,7 @@ class _Node:
     transfer, and the mailboxes.  One per communicator (made collectively
     the first time, then found again)."""
 
-    _known = {}
+    _keyval = None              # the MPI attribute that holds a communicator's _Node
     _boxes = {}                 # device -> _Mailbox
     _opened = {}                # sender's handle -> IPCMemoryHandle, or the error opening it
 
@@ -429,11 +429,16 @@ class _Node:
 
     @classmethod
     def of(cls, comm):
+        """The communicator's, kept as an MPI attribute of it (so that it goes
+        with the communicator when that is freed, and a later one that reuses
+        its handle makes its own, collectively, on every rank)."""
         MPI = _mpi()
-        known = cls._known.get(comm.py2f())
-        if known is not None and MPI.Group.Compare(known.comm.Get_group(), comm.Get_group()) == MPI.IDENT:
-            return known
-        node = cls._known[comm.py2f()] = cls(comm)
+        if cls._keyval is None:
+            cls._keyval = MPI.Comm.Create_keyval()
+        node = comm.Get_attr(cls._keyval)
+        if node is None:
+            node = cls(comm)
+            comm.Set_attr(cls._keyval, node)
         return node
 
     def mailbox(self):

@@ -143,6 +143,21 @@ b = pygpu.zeros(n)
 plain_comm.Sendrecv(pygpu.to_gpu(data(n, rank, salt=7)), dest=nxt, recvbuf=b, source=prv)
 assert np.array_equal(b.get(), data(n, prv, salt=7))
 
+# communicators made and freed (a later one may reuse a handle: each gets its own
+# setup), and one of part of the ranks
+for color in (0, rank % 2):
+    sub = world.Split(color, rank)
+    c = pygpu.mpi.Comm(sub, cuda_aware=aware)
+    assert c._ipc is None if sub.size == 1 else c._ipc is not comm._ipc
+    if sub.size > 1:
+        assert c._ipc.local == set(range(sub.size)) - {sub.rank}
+        n = counts[3]
+        b = pygpu.zeros(n)
+        c.Sendrecv(pygpu.to_gpu(data(n, sub.rank, salt=9)), dest=(sub.rank + 1) % sub.size, recvbuf=b,
+                   source=(sub.rank - 1) % sub.size)
+        assert np.array_equal(b.get(), data(n, (sub.rank - 1) % sub.size, salt=9)), ("sub", color)
+    sub.Free()
+
 comm.Barrier()
 if rank == 0:
     print(f"mpi_ipc_check: OK, {size} ranks", flush=True)
