@@ -21,8 +21,9 @@
 #                                      then tools/research/threads-sweep.py (8 threads against chunk and
 #                                      thread settings, interleaved)
 #   bash tools/gpu-check.sh probes     no build: the C probes of tools/research (fresh-fill, register-fresh,
-#                                      wc-probe, down-slots, batch-copy: the host's floors for fresh
-#                                      destinations and mid-size downloads, the runtime's batched copy;
+#                                      wc-probe, down-slots, batch-copy, ipc-probe: the host's floors for fresh
+#                                      destinations and mid-size downloads, the runtime's batched copy,
+#                                      device memory between two processes (IPC pools against legacy handles);
 #                                      docs/performance.md), compiled and run
 #   bash tools/gpu-check.sh stress     build + tests/test_stress.py for GPU_CHECK_STRESS_S seconds a case (default 90:
 #                                      threads moving data at random, every result checked) + the fuzz tests
@@ -43,7 +44,7 @@ python3 -c "import sys, numpy; print('python', sys.version.split()[0], 'numpy', 
 
 if [ "$what" = probes ]; then
     cuda=${CUDA_HOME:-/usr/local/cuda}
-    for name in fresh-fill register-fresh wc-probe down-slots batch-copy; do      # (built once each)
+    for name in fresh-fill register-fresh wc-probe down-slots batch-copy ipc-probe; do      # (built once each)
         gcc -O2 -msse4.1 -pthread -I"$cuda/include" "tools/research/$name.c" -L"$cuda/lib64" -lcudart \
             -o "/tmp/$name" || rm -f "/tmp/$name"
     done
@@ -58,6 +59,7 @@ if [ "$what" = probes ]; then
     probe wc-probe 8
     probe down-slots 8
     probe batch-copy
+    probe ipc-probe
     exit 0
 fi
 
