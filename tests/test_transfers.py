@@ -1004,7 +1004,7 @@ def test_fresh_fill_probe_fills_fresh_memory(tmp_path):
 
 @pytest.mark.skipif(c_compiler() is None, reason="no C compiler")
 @pytest.mark.skipif(__import__("platform").machine() not in ("x86_64", "AMD64"), reason="x86 probes (SSE4.1)")
-@pytest.mark.parametrize("probe", ["register-fresh.c", "wc-probe.c", "down-slots.c", "batch-copy.c"])
+@pytest.mark.parametrize("probe", ["register-fresh.c", "wc-probe.c", "down-slots.c", "batch-copy.c", "ipc-probe.c"])
 def test_cuda_probes_compile(probe):
     """The C probes that need the CUDA runtime (run by gpu-check.sh probes on
     the GPU machine) compile cleanly where its headers are."""
