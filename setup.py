@@ -245,11 +245,11 @@ def numpy_include():
     return numpy.get_include()
 
 
-def backend_extension(name, backend_src, macros=(), **kw):
+def backend_extension(name, backend_src, macros=(), extra_sources=(), **kw):
     kernels_src = backend_src.replace("rt_", "kernels_")
     return Extension(
         f"pygpu._{name}",
-        sources=COMMON + [backend_src, kernels_src],
+        sources=COMMON + [backend_src, *extra_sources, kernels_src],     # (the kernels' last: build_ext's rule)
         depends=HEADERS,
         include_dirs=["src", "include", numpy_include()] + kw.pop("include_dirs", []),
         define_macros=[(f"PYGPU_BACKEND_{name.upper()}", "1"), ("PYGPU_MODULE_NAME", f"_{name}")]
@@ -263,7 +263,8 @@ def extensions():
     wanted = {b.strip() for b in os.environ.get("PYGPU_BUILD", "host,cuda,hip").split(",") if b.strip()}
     for name in sorted({"cuda", "hip"} - wanted):
         REPORT["skipped"][name] = f"not asked for (PYGPU_BUILD={os.environ.get('PYGPU_BUILD')})"
-    exts = [backend_extension("host", "src/backend/rt_host.c", libraries=["pthread"])]
+    exts = [backend_extension("host", "src/backend/rt_host.c", extra_sources=["src/backend/ipc_host.c"],
+                              libraries=["pthread"])]
     if "cuda" in wanted:
         found = find_cuda()
         if isinstance(found, str):

@@ -19,8 +19,9 @@
  * uploads are gated by host functions and no transfer goes through a
  * ring) and PYGPU_HOST_FAIL_COPY (a copy that fails, for tests).
  */
-#define _GNU_SOURCE             /* memfd_create */
+#define _POSIX_C_SOURCE 200809L
 #include "rt.h"
+#include "host_shared.h"
 #include "env.h"
 #include "tuning.h"
 
@@ -29,24 +30,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
-enum {
-    H_SUCCESS = 0,
-    H_INVALID_VALUE = 1,
-    H_MEMORY_ALLOCATION = 2,
-    H_INVALID_DEVICE = 101,
-    H_PEER_UNSUPPORTED = 217,
-    H_INVALID_HANDLE = 400,
-    H_NOT_READY = 600,
-    H_HOST_NOT_REGISTERED = 713,
-    H_NOT_SUPPORTED = 801,
-    H_UNKNOWN = 999,
-};
 
 static const struct { int code; const char *name, *text; } host_errors[] = {
     {H_SUCCESS, "cudaSuccess", "no error"},
@@ -99,11 +85,13 @@ const char *pygpu_rt_diagnose(pygpu_status s, char *buf, size_t n)
 /* The last error, per thread, as the runtimes keep it. */
 static _Thread_local pygpu_status last_error;
 
-static pygpu_status fail(pygpu_status s)
+pygpu_status pygpu_host_fail(pygpu_status s)
 {
     last_error = s;
     return s;
 }
+
+static pygpu_status fail(pygpu_status s) { return pygpu_host_fail(s); }
 
 pygpu_status pygpu_rt_get_last_error(void)
 {
@@ -337,6 +325,21 @@ static int pool_give(void *base, size_t cap)
     return kept;
 }
 
+int pygpu_host_reserve(size_t n, size_t *left)
+{
+    size_t limit = total_memory();
+    size_t used = atomic_fetch_add(&memory_in_use, n);
+    if (used + n > limit || used + n < used) {
+        atomic_fetch_sub(&memory_in_use, n);
+        return 0;
+    }
+    if (left)
+        *left = limit - (used + n);
+    return 1;
+}
+
+void pygpu_host_release(size_t n) { atomic_fetch_sub(&memory_in_use, n); }
+
 static pygpu_status block_alloc(void **p, size_t n, int counted)
 {
     void *base = NULL;
@@ -347,24 +350,21 @@ static pygpu_status block_alloc(void **p, size_t n, int counted)
     if (n > SIZE_MAX - HEADER - PYGPU_HOST_POOL_GRAIN)
         return fail(H_MEMORY_ALLOCATION);
     if (counted) {
-        size_t limit = total_memory();
-        size_t used = atomic_fetch_add(&memory_in_use, n);
-        if (used + n > limit || used + n < used) {
-            atomic_fetch_sub(&memory_in_use, n);
+        size_t left;
+        if (!pygpu_host_reserve(n, &left))
             return fail(H_MEMORY_ALLOCATION);
-        }
         if (n >= PYGPU_HOST_POOL_MIN && pool_limit) {
             cap = (n + PYGPU_HOST_POOL_GRAIN - 1) / PYGPU_HOST_POOL_GRAIN * PYGPU_HOST_POOL_GRAIN;
             base = pool_take(n, &cap);
             if (!base)
-                pool_trim(limit - (used + n));      /* live and pooled within the limit */
+                pool_trim(left);        /* live and pooled within the limit */
         }
     }
     if (!base && posix_memalign(&base, HEADER, HEADER + cap) != 0) {
         pool_trim(0);               /* the system is short: give the pool back, try once more */
         if (posix_memalign(&base, HEADER, HEADER + cap) != 0) {
             if (counted)
-                atomic_fetch_sub(&memory_in_use, n);
+                pygpu_host_release(n);
             return fail(H_MEMORY_ALLOCATION);
         }
     }
@@ -382,7 +382,7 @@ static pygpu_status block_free(void *p)
     size_t *base = (size_t *)((char *)p - HEADER);
     int counted = base[1] != 0;
     if (counted)
-        atomic_fetch_sub(&memory_in_use, base[0]);
+        pygpu_host_release(base[0]);
     if (!(counted && base[0] >= PYGPU_HOST_POOL_MIN && pool_give(base, base[2])))
         free(base);
     return H_SUCCESS;
@@ -413,135 +413,6 @@ pygpu_status pygpu_rt_mempool_trim(int dev, size_t keep_bytes)
     if (dev < 0 || dev >= n_devices)
         return fail(H_INVALID_DEVICE);
     pool_trim(keep_bytes);          /* one pool for all the host devices */
-    return H_SUCCESS;
-}
-
-/* ---- memory other processes can map ----------------------------------- */
-
-/* An IPC allocation is a shared mapping of an anonymous file (memfd); its
- * handle names the exporting process, the file's descriptor there and its
- * inode, so that another process of the same user opens it through
- * /proc/<pid>/fd and maps the same pages (and a descriptor number reused
- * since for another file is refused, not mapped).  Both sides keep a list
- * of their mappings (address, size, descriptor). */
-typedef struct {
-    char magic[8];              /* "PYGPUIPC" */
-    uint64_t pid, inode, size;
-    int64_t fd;
-    char unused[PYGPU_IPC_HANDLE_BYTES - 8 - 4 * 8];
-} host_ipc_handle;
-_Static_assert(sizeof(host_ipc_handle) == PYGPU_IPC_HANDLE_BYTES, "a handle is 64 bytes");
-
-typedef struct ipc_map { void *p; size_t n; int fd; struct ipc_map *next; } ipc_map;
-static pthread_mutex_t ipc_lock = PTHREAD_MUTEX_INITIALIZER;
-static ipc_map *ipc_exported, *ipc_opened;
-
-static void ipc_add(ipc_map **list, ipc_map *m)
-{
-    pthread_mutex_lock(&ipc_lock);
-    m->next = *list;
-    *list = m;
-    pthread_mutex_unlock(&ipc_lock);
-}
-
-/* The mapping at `p` taken off `list` (take = 1) or only found; NULL if none. */
-static ipc_map *ipc_find(ipc_map **list, const void *p, int take)
-{
-    pthread_mutex_lock(&ipc_lock);
-    ipc_map **at = list;
-    while (*at && (*at)->p != p)
-        at = &(*at)->next;
-    ipc_map *m = *at;
-    if (m && take)
-        *at = m->next;
-    pthread_mutex_unlock(&ipc_lock);
-    return m;
-}
-
-pygpu_status pygpu_rt_ipc_alloc(void **p, size_t n)
-{
-    config();
-    *p = NULL;
-    size_t limit = total_memory(), used = atomic_fetch_add(&memory_in_use, n);
-    ipc_map *m = calloc(1, sizeof *m);
-    int fd = m && used + n <= limit && used + n >= used ? memfd_create("pygpu-ipc", MFD_CLOEXEC) : -1;
-    void *at = MAP_FAILED;
-    if (fd >= 0 && ftruncate(fd, (off_t)(n ? n : 1)) == 0)
-        at = mmap(NULL, n ? n : 1, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (at == MAP_FAILED) {
-        if (fd >= 0)
-            close(fd);
-        free(m);
-        atomic_fetch_sub(&memory_in_use, n);
-        return fail(H_MEMORY_ALLOCATION);
-    }
-    *m = (ipc_map){at, n, fd, NULL};
-    ipc_add(&ipc_exported, m);
-    *p = at;
-    return H_SUCCESS;
-}
-
-pygpu_status pygpu_rt_ipc_free(void *p)
-{
-    ipc_map *m = ipc_find(&ipc_exported, p, 1);
-    if (!m)
-        return p ? fail(H_INVALID_VALUE) : H_SUCCESS;
-    munmap(m->p, m->n ? m->n : 1);
-    close(m->fd);
-    atomic_fetch_sub(&memory_in_use, m->n);
-    free(m);
-    return H_SUCCESS;
-}
-
-pygpu_status pygpu_rt_ipc_handle(void *p, unsigned char h[PYGPU_IPC_HANDLE_BYTES])
-{
-    struct stat info;
-    ipc_map *m = ipc_find(&ipc_exported, p, 0);
-    if (!m || fstat(m->fd, &info) != 0)
-        return fail(H_INVALID_VALUE);   /* (as the runtimes for memory without a handle) */
-    /* (the magic spelt as characters: it has no NUL, which clang warns of in a string) */
-    host_ipc_handle out = {.magic = {'P', 'Y', 'G', 'P', 'U', 'I', 'P', 'C'}, .pid = (uint64_t)getpid(),
-                           .inode = (uint64_t)info.st_ino, .size = m->n, .fd = m->fd};
-    memcpy(h, &out, sizeof out);
-    return H_SUCCESS;
-}
-
-pygpu_status pygpu_rt_ipc_open(const unsigned char h[PYGPU_IPC_HANDLE_BYTES], void **p)
-{
-    host_ipc_handle in;
-    struct stat info;
-    char path[64];
-    *p = NULL;
-    memcpy(&in, h, sizeof in);
-    if (memcmp(in.magic, "PYGPUIPC", 8) != 0 || in.pid == (uint64_t)getpid())
-        return fail(H_INVALID_VALUE);   /* not a handle, or this process's own memory */
-    snprintf(path, sizeof path, "/proc/%llu/fd/%lld", (unsigned long long)in.pid, (long long)in.fd);
-    int fd = open(path, O_RDWR | O_CLOEXEC);
-    if (fd < 0 || fstat(fd, &info) != 0 || (uint64_t)info.st_ino != in.inode || (uint64_t)info.st_size < in.size) {
-        if (fd >= 0)
-            close(fd);
-        return fail(H_INVALID_HANDLE);  /* freed, or its process gone */
-    }
-    ipc_map *m = calloc(1, sizeof *m);
-    void *at = m ? mmap(NULL, in.size ? in.size : 1, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
-    close(fd);
-    if (at == MAP_FAILED) {
-        free(m);
-        return fail(H_MEMORY_ALLOCATION);
-    }
-    *m = (ipc_map){at, in.size, -1, NULL};
-    ipc_add(&ipc_opened, m);
-    *p = at;
-    return H_SUCCESS;
-}
-
-pygpu_status pygpu_rt_ipc_close(void *p)
-{
-    ipc_map *m = ipc_find(&ipc_opened, p, 1);
-    if (!m)
-        return fail(H_INVALID_VALUE);
-    munmap(m->p, m->n ? m->n : 1);
-    free(m);
     return H_SUCCESS;
 }
 
