@@ -26,9 +26,11 @@ Three ways a GPUArray reaches MPI:
   not contiguous go through a contiguous device copy first (MPI needs one
   block).  The host backend is direct: its device memory is host memory.
 * **staged** otherwise: sends copy the array into page-locked host memory
-  (``get(pagelocked=True)``) and hand MPI that; receives land in page-locked
-  memory and are copied up (``set``) when MPI returns.  Nothing else changes
-  for the caller.  The non-blocking calls (``Isend``, ``Irecv``...) are not
+  and hand MPI that; receives land in page-locked memory and are copied up
+  when MPI returns.  Nothing else changes for the caller.  The page-locked
+  buffers are kept for the next message (a few a thread, each as large as
+  the largest message it carried: locking memory and MPI's registration
+  of it cost more than the copies); ``free_staging()`` lets them go.  The non-blocking calls (``Isend``, ``Irecv``...) are not
   wrapped in this mode: their buffers would have to outlive the call.
 
 * **device to device** between ranks of one node when MPI is not CUDA-aware
@@ -68,7 +70,7 @@ import numpy as np
 
 import pygpu
 
-__all__ = ["Comm", "cuda_aware", "select_device", "local_rank", "IN_PLACE"]
+__all__ = ["Comm", "cuda_aware", "select_device", "local_rank", "free_staging", "IN_PLACE"]
 
 _QUERIES = {
     "cuda": ("MPIX_Query_cuda_support",),
@@ -181,13 +183,66 @@ def _contiguous(a):
     return a.flags.c_contiguous or a.flags.f_contiguous
 
 
+class _Scratch:
+    """Page-locked host buffers that the staged path reuses, a few a thread.
+
+    A message staged through a fresh buffer pays for page-locking it (and
+    MPI for registering it) each time, which costs more than the copies;
+    a buffer kept is locked and registered once.  Each thread keeps up to
+    KEEP of them (the largest), each as large as the largest message it
+    carried; ``pygpu.mpi.free_staging()`` lets this thread's go."""
+
+    KEEP = 4
+    _local = threading.local()
+
+    @classmethod
+    def _free(cls):
+        free = getattr(cls._local, "free", None)
+        if free is None:
+            free = cls._local.free = []
+        return free
+
+    @classmethod
+    def take(cls, shape, dtype):
+        """A C-ordered array of `shape` and `dtype` in a kept buffer (or a new one)."""
+        dtype = np.dtype(dtype)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        free = cls._free()
+        fits = [i for i, raw in enumerate(free) if raw.nbytes >= nbytes]
+        if fits:
+            raw = free.pop(min(fits, key=lambda i: free[i].nbytes))
+        else:       # (rounded up, so that messages of about one size share it)
+            raw = pygpu.pagelocked_empty(-(-max(nbytes, 1) // (1 << 16)) * (1 << 16), np.uint8)
+        view = raw[:nbytes].view(dtype).reshape(shape)
+        return view, raw
+
+    @classmethod
+    def give(cls, raw):
+        free = cls._free()
+        free.append(raw)
+        if len(free) > cls.KEEP:
+            del free[min(range(len(free)), key=lambda i: free[i].nbytes)]
+
+
+def free_staging():
+    """Let go of the page-locked buffers this thread keeps for staged messages."""
+    _Scratch._free().clear()
+
+
 class _Buffers:
     """Turns the GPUArrays of one call into what MPI gets, and copies
-    received data back to them afterwards."""
+    received data back to them afterwards (``finish``, once MPI is done
+    with every buffer of the call)."""
 
     def __init__(self, direct):
         self.direct = direct
         self.writebacks = []
+        self.taken = []
+
+    def _host(self, a):
+        view, raw = _Scratch.take(a.shape, a.dtype)
+        self.taken.append(raw)
+        return view
 
     def send(self, buf):
         a, rest, is_list = _split(buf)
@@ -195,7 +250,9 @@ class _Buffers:
             return buf
         if self.direct:
             return _join(a if _contiguous(a) else a.copy(), rest, is_list)
-        return _join(a.get(pagelocked=True), rest, is_list)
+        host = self._host(a)
+        a.get(ary=host)
+        return _join(host, rest, is_list)
 
     def recv(self, buf, initial=False):
         """A receive buffer; with `initial` its current contents are kept
@@ -207,17 +264,22 @@ class _Buffers:
             return buf
         if self.direct:
             tmp = a.copy()
-        elif initial:
-            tmp = a.get(pagelocked=True)
         else:
-            tmp = pygpu.pagelocked_empty(a.shape, a.dtype)
+            tmp = self._host(a)
+            if initial:
+                a.get(ary=tmp)
         self.writebacks.append((a, tmp))
         return _join(tmp, rest, is_list)
 
     def finish(self):
-        for a, tmp in self.writebacks:
-            a[...] = tmp
-        self.writebacks.clear()
+        try:
+            for a, tmp in self.writebacks:
+                a[...] = tmp
+        finally:
+            self.writebacks.clear()
+            for raw in self.taken:
+                _Scratch.give(raw)
+            self.taken.clear()
 
 
 class Comm:
@@ -306,8 +368,10 @@ class Comm:
 
     def _plain_send(self, buf, dest, tag):
         """A send as before (staged, or direct), as steps for _drive."""
-        data = _Buffers(self.cuda_aware).send(buf)
+        b = _Buffers(self.cuda_aware)
+        data = b.send(buf)
         yield self.comm.Isend(data, dest, tag)
+        b.finish()
 
     # collectives
     def Bcast(self, buf, root=0):

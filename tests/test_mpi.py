@@ -100,6 +100,49 @@ def test_staged_leaves_no_pinned_memory_in_use():
     assert pygpu.pinned_pool_stats()["in_use"] == in_use
 
 
+def test_staged_messages_reuse_their_page_locked_buffers(rng):
+    """The staged path keeps its page-locked buffers: messages of random
+    sizes, dtypes and layouts arrive whole through buffers kept from earlier
+    (larger) ones, a thread keeps at most KEEP, and free_staging lets go."""
+    comm = pygpu.mpi.Comm(MPI.COMM_SELF, cuda_aware=False)
+    pygpu.mpi.free_staging()
+    kept = pygpu.mpi._Scratch._free
+    big = pygpu.to_gpu(rng.integers(0, 255, 3 << 20, dtype=np.uint8))
+    out = pygpu.zeros(3 << 20, np.uint8)
+    comm.Sendrecv(big, dest=0, recvbuf=out, source=0)
+    np.testing.assert_array_equal(out.get(), big.get())
+    assert len(kept()) == 2 and all(raw.nbytes >= 3 << 20 for raw in kept())
+    first = sorted(raw.ctypes.data for raw in kept())
+    for _ in range(20):
+        dtype = rng.choice([np.uint8, np.int16, np.float32, np.complex128])
+        shape = tuple(int(n) for n in rng.integers(1, 40, rng.integers(1, 4)))
+        h = (rng.standard_normal(shape) * 100).astype(dtype)
+        a = pygpu.to_gpu(h)
+        if a.ndim > 1 and rng.random() < 0.5:           # a transposed or strided view
+            a, h = a.T, h.T
+        b = pygpu.zeros(h.shape, dtype)
+        comm.Sendrecv(a[::-1], dest=0, recvbuf=b, source=0)
+        np.testing.assert_array_equal(b.get(), h[::-1])
+        host = np.zeros(h.shape, dtype)
+        comm.Sendrecv(a, dest=0, recvbuf=host, source=0)
+        np.testing.assert_array_equal(host, h)
+    # every one of those fit the first two buffers: nothing new was page-locked
+    assert sorted(raw.ctypes.data for raw in kept()) == first
+    x = pygpu.zeros(6)
+    comm.Allreduce(pygpu.to_gpu(np.arange(6.0)), x, op=MPI.SUM)      # (send and receive buffers at once)
+    np.testing.assert_array_equal(x.get(), np.arange(6.0))
+    for n in range(1, 4):           # messages larger each time: at most KEEP stay, the largest
+        a = pygpu.to_gpu(np.full((3 << 20) + (n << 20), n, np.uint8))
+        b = pygpu.empty_like(a)
+        comm.Sendrecv(a, dest=0, recvbuf=b, source=0)
+        np.testing.assert_array_equal(b.get(), a.get())
+    assert len(kept()) == pygpu.mpi._Scratch.KEEP
+    assert min(raw.nbytes for raw in kept()) >= 5 << 20
+    assert len(kept()) == pygpu.mpi._Scratch.KEEP
+    pygpu.mpi.free_staging()
+    assert kept() == []
+
+
 def test_cuda_aware_setting(monkeypatch):
     monkeypatch.setenv("PYGPU_MPI_CUDA_AWARE", "0")
     assert pygpu.mpi.cuda_aware() is False
