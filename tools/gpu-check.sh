@@ -2,8 +2,10 @@
 # On the GPU machine, in one call: build, run the whole suite on the CUDA
 # backend, run the benchmarks and the main job.  Logs go to $OUT (if set).
 #   bash tools/gpu-check.sh            everything
-#   bash tools/gpu-check.sh tests      build + tests only (GPU_CHECK_STAGED=0: not the staged variant;
-#                                      GPU_CHECK_HOST=0: not the host suite)
+#   bash tools/gpu-check.sh tests      build + tests only, the default run (GPU_CHECK_STAGED=0: not the
+#                                      staged variant; GPU_CHECK_HOST=0: not the host suite)
+#   bash tools/gpu-check.sh slow       build + the long runs (pytest -m slow: the sanitized builds, the C
+#                                      units under valgrind...), apart: with them a call ran past 10 minutes
 #   bash tools/gpu-check.sh bench      build + everything but the tests
 #   bash tools/gpu-check.sh devices    build + the multi-device and MPI tests (and the main job's peers
 #                                      section and bench --devices, tested) + the peers section + bench
@@ -174,6 +176,11 @@ if [ "$what" = stress ]; then
         $(grep -l gpuarray_helpers tests/test_*.py) 2>&1 | tee "$OUT/tests-hunt.log" | tail -5
     exit 0
 fi
+if [ "$what" = slow ]; then
+    echo "== tests (PYGPU_BACKEND=cuda), the long runs (marked slow)"
+    python3 -m pytest -q -ra -m slow --durations=15 2>&1 | tee "$OUT/tests-slow.log" | tail -30
+    exit 0
+fi
 if [ "$what" = copies ]; then
     python3 -m pygpu --no-bench 2>&1 | grep -i "device copies"
     python3 -m pytest -q -ra -m "slow or not slow" tests/test_device_copy.py tests/test_array_copy.py tests/test_c_units.py 2>&1 \
@@ -191,8 +198,9 @@ if [ "$what" = devices ]; then
 fi
 
 if [ "$what" != bench ]; then
-    echo "== tests (PYGPU_BACKEND=cuda), the long runs (marked slow) included"
-    python3 -m pytest -q -ra -m "slow or not slow" 2>&1 | tee "$OUT/tests-cuda.log" | tail -40
+    # (the long runs apart: with them the suite took more than the 10 minutes a call may run on 2 H200s)
+    echo "== tests (PYGPU_BACKEND=cuda), the default run"
+    python3 -m pytest -q -ra --durations=15 2>&1 | tee "$OUT/tests-cuda.log" | grep -vE "^SKIPPED" | tail -40
     if [ "${GPU_CHECK_STAGED:-1}" = 1 ]; then    # (GPU_CHECK_STAGED=0: not this 5-minute variant)
         echo "== tests (PYGPU_BACKEND=cuda, every pageable copy staged)"
         PYGPU_TEST_STAGING=1 python3 -m pytest -q -x 2>&1 | tee "$OUT/tests-staged.log" | tail -3
