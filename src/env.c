@@ -51,6 +51,7 @@ static void read_host(void)
     s = getenv("PYGPU_HOST_PEER");
     env.host_peer = !s ? 1 : atoi(s) == 2 ? 2 : atoi(s) != 0;
     env.host_wait_value = unless_zero("PYGPU_HOST_WAIT_VALUE", 1);
+    env.host_capture = unless_zero("PYGPU_HOST_CAPTURE", 0);
     s = getenv("PYGPU_HOST_FAIL_COPY");
     if (s) {
         char *colon;

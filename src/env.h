@@ -25,6 +25,7 @@ typedef struct {
     size_t host_memory;         /* PYGPU_HOST_MEMORY: bytes of "device memory" (0: unset, the physical memory) */
     int host_peer;              /* PYGPU_HOST_PEER: 0 when the devices refuse peer access, 2 when
                                  * they grant it but lose peer copies into granted pools (default 1) */
+    int host_capture;           /* PYGPU_HOST_CAPTURE: 1 when every stream made reports a capture (default 0) */
     int host_wait_value;        /* PYGPU_HOST_WAIT_VALUE: 0 when streams have no wait on a counter (default 1) */
     size_t host_fail_copy_bytes;        /* PYGPU_HOST_FAIL_COPY=B:K: the K-th stream-ordered copy of B bytes */
     long host_fail_copy_nth;            /* fails (K = 0 or none: every one; B = 0: unset) */

@@ -130,6 +130,10 @@ PyObject *pygpu_memory_new(pygpu_state *st, size_t nbytes, PyObject *stream, con
     } else if (pygpu_stream_for(st, stream, dev, "allocation", &h) < 0) {
         goto done;
     }
+    /* (memory allocated by a capture is the graph's, valid only while it runs) */
+    if (pygpu_capture_refuse(st, h, "An allocation", "Allocate the arrays before the capture begins: work on "
+                             "them joins it.") < 0)
+        goto done;
     m = (PyGPUMemory *)st->Memory->tp_alloc(st->Memory, 0);
     if (!m)
         goto done;

@@ -278,7 +278,8 @@ static PyObject *stream_synchronize(PyObject *self, PyObject *unused)
     pygpu_state *st = pygpu_state_of(self);
     pygpu_stream_t h = ((PyGPUStream *)self)->handle;
     pygpu_status s;
-    if (!st || pygpu_fork_check(st) < 0)
+    if (!st || pygpu_fork_check(st) < 0 ||
+        pygpu_capture_refuse(st, h, "Stream.synchronize()", "Synchronize after the capture has ended.") < 0)
         return NULL;
     Py_BEGIN_ALLOW_THREADS
     s = pygpu_rt_stream_synchronize(h);
@@ -499,6 +500,39 @@ void pygpu_array_set_last_stream(pygpu_state *st, PyGPUArray *a, PyObject *strea
     Py_XDECREF(cur);
 }
 
+int pygpu_stream_capturing(pygpu_stream_t s)
+{
+    int how = PYGPU_CAPTURE_NONE;
+    if (pygpu_rt_stream_capturing(s, &how) != 0) {
+        (void)pygpu_rt_get_last_error();
+        return PYGPU_CAPTURE_NONE;
+    }
+    return how;
+}
+
+int pygpu_capture_refused(pygpu_state *st, pygpu_stream_t s, int how, const char *what, const char *instead)
+{
+    if (how == PYGPU_CAPTURE_NONE)
+        return 0;
+    if (how == PYGPU_CAPTURE_IMPLICIT)
+        PyErr_Format(st->GPUError, "%s: the legacy default stream cannot be used while a stream that waits for it "
+                     "is being captured into a graph (using it would invalidate that capture; nothing was queued). "
+                     "Use a stream of your own (pygpu.Stream(non_blocking=True)) or end the capture first", what);
+    else if (how == PYGPU_CAPTURE_INVALIDATED)
+        PyErr_Format(st->GPUError, "%s: stream %p is in a graph capture that was invalidated by an earlier call; "
+                     "end the capture (it fails) and begin it again", what, s);
+    else
+        PyErr_Format(st->GPUError, "%s cannot join the graph capture of stream %p: it would wait for the host, "
+                     "which a graph cannot (nothing was queued, the capture is still valid). %s", what, s,
+                     instead ? instead : "End the capture first.");
+    return -1;
+}
+
+int pygpu_capture_refuse(pygpu_state *st, pygpu_stream_t s, const char *what, const char *instead)
+{
+    return pygpu_capture_refused(st, s, pygpu_stream_capturing(s), what, instead);
+}
+
 int pygpu_stream_order(pygpu_state *st, int dev, pygpu_stream_t from, pygpu_stream_t to)
 {
     if (from == (pygpu_stream_t)1)     /* cudaStreamLegacy names the legacy stream too */
@@ -510,6 +544,12 @@ int pygpu_stream_order(pygpu_state *st, int dev, pygpu_stream_t from, pygpu_stre
     int prev;
     if (pygpu_device_enter(st, dev, &prev) < 0)
         return -1;
+    /* A wait between a capture and anything outside it would break the
+     * capture (the legacy stream, or a stream not in it): none is made.
+     * Two streams of one capture are ordered as any two (fork and join). */
+    int from_cap = pygpu_stream_capturing(from), to_cap = pygpu_stream_capturing(to);
+    if ((from_cap || to_cap) && !(from_cap == PYGPU_CAPTURE_ACTIVE && to_cap == PYGPU_CAPTURE_ACTIVE))
+        return pygpu_device_leave(st, prev);
     pygpu_event_t e = NULL;
     const char *call = "EventCreateWithFlags";
     pygpu_status s = pygpu_rt_event_create(&e, PYGPU_EVENT_DISABLE_TIMING);

@@ -51,7 +51,23 @@ void pygpu_array_set_last_stream(pygpu_state *st, PyGPUArray *a, PyObject *strea
 
 /* Make later work on stream `to` wait for the work queued so far on stream
  * `from` (an event recorded on `from`, on device `dev`); nothing when they
- * are the same stream.  0, or -1 with an exception set. */
+ * are the same stream, nor where one of them is being captured into a
+ * graph and the other is not part of that capture (such a wait would break
+ * the capture: the captured work has not run, and runs when the graph is
+ * launched).  0, or -1 with an exception set. */
 int pygpu_stream_order(pygpu_state *st, int dev, pygpu_stream_t from, pygpu_stream_t to);
+
+/* How work queued on stream s of the current device would be captured
+ * into a graph (enum pygpu_capture); PYGPU_CAPTURE_NONE where the runtime
+ * cannot say. */
+int pygpu_stream_capturing(pygpu_stream_t s);
+
+/* 0 if stream s of the current device is not being captured; else -1
+ * with GPUError saying that `what` cannot join the capture (before
+ * anything touched the stream, so that the capture stays valid) and what
+ * to do instead (`instead`, a sentence, or NULL). */
+int pygpu_capture_refuse(pygpu_state *st, pygpu_stream_t s, const char *what, const char *instead);
+/* The same for a capture state `how` already asked. */
+int pygpu_capture_refused(pygpu_state *st, pygpu_stream_t s, int how, const char *what, const char *instead);
 
 #endif /* PYGPU_STREAM_H */

@@ -134,6 +134,15 @@ pygpu_status pygpu_rt_stream_create(pygpu_stream_t *s, unsigned flags, int prior
 pygpu_status pygpu_rt_stream_destroy(pygpu_stream_t s);
 pygpu_status pygpu_rt_stream_synchronize(pygpu_stream_t s);
 pygpu_status pygpu_rt_stream_query(pygpu_stream_t s);   /* 0 done, not-ready pending */
+/* Whether work queued on stream s (of the current device) would be
+ * captured into a graph rather than run: *capturing = PYGPU_CAPTURE_NONE,
+ * _ACTIVE (a capture records it), _INVALIDATED (a capture that failed and
+ * has not ended), or _IMPLICIT (s is the legacy stream while a stream that
+ * waits for it is being captured: using it would break that capture).
+ * The host backend's streams (all but the default ones) say _ACTIVE while
+ * PYGPU_HOST_CAPTURE=1. */
+enum pygpu_capture { PYGPU_CAPTURE_NONE, PYGPU_CAPTURE_ACTIVE, PYGPU_CAPTURE_INVALIDATED, PYGPU_CAPTURE_IMPLICIT };
+pygpu_status pygpu_rt_stream_capturing(pygpu_stream_t s, int *capturing);
 /* Queue host function fn(arg) on stream s: it runs once the work queued
  * before it is done, and the work queued after it waits for it to return.
  * fn must make no runtime call (the host runtime runs it at once). */

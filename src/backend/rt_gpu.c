@@ -409,6 +409,22 @@ pygpu_status pygpu_rt_stream_destroy(pygpu_stream_t s) { return RT(StreamDestroy
 pygpu_status pygpu_rt_stream_synchronize(pygpu_stream_t s) { return RT(StreamSynchronize)(S(s)); }
 pygpu_status pygpu_rt_stream_query(pygpu_stream_t s) { return RT(StreamQuery)(S(s)); }
 
+pygpu_status pygpu_rt_stream_capturing(pygpu_stream_t s, int *capturing)
+{
+    enum RT(StreamCaptureStatus) how = RT(StreamCaptureStatusNone);
+    rt_error e = RT(StreamIsCapturing)(S(s), &how);
+    *capturing = PYGPU_CAPTURE_NONE;
+    if (e == RT(ErrorStreamCaptureImplicit)) {      /* (the answer, not a failure: nothing is left behind) */
+        (void)RT(GetLastError)();
+        *capturing = PYGPU_CAPTURE_IMPLICIT;
+        return 0;
+    }
+    if (e == 0)
+        *capturing = how == RT(StreamCaptureStatusActive) ? PYGPU_CAPTURE_ACTIVE
+                   : how == RT(StreamCaptureStatusInvalidated) ? PYGPU_CAPTURE_INVALIDATED : PYGPU_CAPTURE_NONE;
+    return e;
+}
+
 pygpu_status pygpu_rt_stream_wait_event(pygpu_stream_t s, pygpu_event_t e)
 {
     return RT(StreamWaitEvent)(S(s), E(e), 0);

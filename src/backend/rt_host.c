@@ -17,7 +17,9 @@
  * large blocks may hold; see "memory" below), PYGPU_HOST_WAIT_VALUE (0:
  * streams have no wait on a counter, nor write of one, so that background
  * uploads are gated by host functions and no transfer goes through a
- * ring) and PYGPU_HOST_FAIL_COPY (a copy that fails, for tests).
+ * ring), PYGPU_HOST_CAPTURE (1: every stream but the default ones reports that a graph
+ * capture records its work, so that the refusals are tested) and
+ * PYGPU_HOST_FAIL_COPY (a copy that fails, for tests).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "rt.h"
@@ -108,6 +110,7 @@ static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 static int n_devices = 1;
 static int peer_ok = 1;                 /* 0 refused, 1 granted, 2 granted but lossy */
 static int wait_value_ok = 1;
+static int capture_all;                 /* PYGPU_HOST_CAPTURE=1: every stream but the default ones reports a capture */
 /* PYGPU_HOST_FAIL_COPY=B:K: the K-th stream-ordered copy of exactly B
  * bytes fails (K = 0 or none: every one), so that tests can fail a
  * transfer part way. */
@@ -127,6 +130,7 @@ static void read_config(void)
     memory_limit = env->host_memory;
     peer_ok = env->host_peer;
     wait_value_ok = env->host_wait_value;
+    capture_all = env->host_capture ? PYGPU_CAPTURE_ACTIVE : PYGPU_CAPTURE_NONE;
     fail_copy_bytes = env->host_fail_copy_bytes;
     fail_copy_nth = env->host_fail_copy_nth;
     read_pool_config();
@@ -416,8 +420,42 @@ pygpu_status pygpu_rt_mempool_trim(int dev, size_t keep_bytes)
     return H_SUCCESS;
 }
 
-pygpu_status pygpu_rt_host_alloc(void **p, size_t n) { return block_alloc(p, n, 0); }
-pygpu_status pygpu_rt_host_free(void *p) { return block_free(p); }
+/* Under PYGPU_HOST_CAPTURE=1 the page-locked blocks (host_alloc) are known
+ * by their ranges, so that the rules of a capture tell page-locked memory
+ * from pageable as on a GPU; otherwise all memory is "pageable" here
+ * (so that staging can be tried). */
+#define LOCKED_MAX 256
+static struct { const char *p; size_t n; } locked[LOCKED_MAX];
+static pthread_mutex_t locked_lock = PTHREAD_MUTEX_INITIALIZER;
+
+pygpu_status pygpu_rt_host_alloc(void **p, size_t n)
+{
+    config();
+    pygpu_status s = block_alloc(p, n, 0);
+    if (s == H_SUCCESS && *p && capture_all) {
+        pthread_mutex_lock(&locked_lock);
+        for (int i = 0; i < LOCKED_MAX; i++)
+            if (!locked[i].p) {
+                locked[i].p = *p;
+                locked[i].n = n;
+                break;
+            }
+        pthread_mutex_unlock(&locked_lock);
+    }
+    return s;
+}
+
+pygpu_status pygpu_rt_host_free(void *p)
+{
+    if (p && capture_all) {
+        pthread_mutex_lock(&locked_lock);
+        for (int i = 0; i < LOCKED_MAX; i++)
+            if (locked[i].p == p)
+                locked[i].p = NULL;
+        pthread_mutex_unlock(&locked_lock);
+    }
+    return block_free(p);
+}
 
 pygpu_status pygpu_rt_host_register(void *p, size_t n)
 {
@@ -428,8 +466,14 @@ pygpu_status pygpu_rt_host_unregister(void *p) { return p ? H_SUCCESS : fail(H_I
 
 pygpu_status pygpu_rt_host_is_pinned(const void *p, int *pinned)
 {
-    (void)p;
-    *pinned = 0;                /* all of it is "pageable": staging can be tried here */
+    *pinned = 0;                /* (all of it "pageable" but under PYGPU_HOST_CAPTURE: see host_alloc) */
+    config();
+    if (capture_all) {
+        pthread_mutex_lock(&locked_lock);
+        for (int i = 0; i < LOCKED_MAX && !*pinned; i++)
+            *pinned = locked[i].p && (const char *)p >= locked[i].p && (const char *)p < locked[i].p + locked[i].n;
+        pthread_mutex_unlock(&locked_lock);
+    }
     return H_SUCCESS;
 }
 
@@ -519,6 +563,13 @@ pygpu_status pygpu_rt_stream_destroy(pygpu_stream_t s)
 
 pygpu_status pygpu_rt_stream_synchronize(pygpu_stream_t s) { (void)s; return H_SUCCESS; }
 pygpu_status pygpu_rt_stream_query(pygpu_stream_t s) { (void)s; return H_SUCCESS; }
+
+pygpu_status pygpu_rt_stream_capturing(pygpu_stream_t s, int *capturing)
+{
+    config();       /* (any handle but the default streams': no handle is read) */
+    *capturing = special_stream(s) ? PYGPU_CAPTURE_NONE : capture_all;
+    return H_SUCCESS;
+}
 
 typedef struct { double t; int recorded; unsigned flags; } host_event;
 

@@ -20,6 +20,7 @@
 #include "../kernels/kernels.h"
 #include "../peer.h"
 #include "../shape.h"
+#include "../stream.h"
 #include "../transfer/background.h"
 #include "../transfer/trace.h"
 
@@ -80,6 +81,60 @@ int pygpu_kernels_usable(pygpu_state *st, int dev)
     return k == 0;
 }
 
+/* 1 if the host side `host` of a copy whose device side is `dev` is
+ * page-locked and laid out as the device side's elements in their order
+ * (so that the copy is the runtime's copies and PyGPU's kernels on the
+ * stream, and nothing on the host after them). */
+static int host_side_streams(pygpu_side host, pygpu_side dev, int nd, const ptrdiff_t *shape, ptrdiff_t itemsize)
+{
+    int pinned = 0;
+    pygpu_pair p;
+    for (int i = 0; i < nd; i++)
+        if (shape[i] > 1 && host.strides[i] < 0)
+            return 0;
+    if (pygpu_rt_host_is_pinned(host.ptr, &pinned) != 0) {
+        (void)pygpu_rt_get_last_error();
+        return 0;
+    }
+    pygpu_pair_init(&p, nd, shape, dev.strides, host.strides);
+    pygpu_pair_simplify(&p, 0);
+    return pinned && (p.nd < 0 || pygpu_pair_is_dense(&p, 1, itemsize));
+}
+
+/* Whether a copy on stream s, which a graph capture records (`how`), can
+ * join the capture: copies on one device can, and asynchronous ones
+ * between the device and page-locked host memory laid out as the device
+ * side (host_side_streams); 0 if so, else -1 with the GPUError that says
+ * why (before anything was queued). */
+static int capture_join(pygpu_state *st, pygpu_stream_t s, int how, pygpu_side dst, pygpu_side src, int nd,
+                        const ptrdiff_t *shape, ptrdiff_t itemsize, int async, int cross)
+{
+    int down = src.on_device && !dst.on_device;
+    pygpu_side host = down ? dst : src, dev = down ? src : dst;
+    if (how == PYGPU_CAPTURE_ACTIVE && !cross &&
+        ((dst.on_device && src.on_device) || (async && host_side_streams(host, dev, nd, shape, itemsize))))
+        return 0;
+    if (cross)
+        return pygpu_capture_refused(st, s, how, "A copy between two devices",
+                                     "Copy between the devices before or after the capture.");
+    if (dst.on_device && src.on_device)
+        return pygpu_capture_refused(st, s, how, "A copy on the device", NULL);
+    int pinned = 0;
+    if (pygpu_rt_host_is_pinned(host.ptr, &pinned) != 0)
+        (void)pygpu_rt_get_last_error();
+    if (!pinned)
+        return pygpu_capture_refused(st, s, how, down ? "A copy into pageable host memory"
+                                                      : "A copy from pageable host memory",
+                                     "Use page-locked memory (pygpu.pagelocked_empty) and the asynchronous forms "
+                                     "(set_async, get_async): they join the capture and run when the graph does.");
+    if (!async)
+        return pygpu_capture_refused(st, s, how, down ? "A synchronous copy down" : "A synchronous copy up",
+                                     "Use the asynchronous forms (set_async, get_async) with this page-locked "
+                                     "memory: they join the capture and run when the graph does.");
+    return pygpu_capture_refused(st, s, how, "A copy between the device and page-locked memory laid out otherwise",
+                                 "Copy into (from) a page-locked array of the device array's layout.");
+}
+
 int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape,
                ptrdiff_t itemsize, pygpu_stream_t s, int async)
 {
@@ -88,9 +143,17 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
     int dev = dst.on_device ? dst.device : src.on_device ? src.device : -1, prev = -1;
     int cross = dst.on_device && src.on_device && dst.device >= 0 && src.device >= 0 && dst.device != src.device;
     pygpu_copy_reap();
-    pygpu_trace_enter();
     if (dev >= 0 && pygpu_device_enter(st, dev, &prev) < 0)
         return -1;
+    /* Under a graph capture the copy joins it (queued, not waited for:
+     * it runs when the graph does), or is refused before touching s. */
+    int captured = pygpu_stream_capturing(s);
+    if (captured && capture_join(st, s, captured, dst, src, nd, shape, itemsize, async, cross) < 0) {
+        if (prev >= 0 && pygpu_rt_set_device(prev) != 0)
+            (void)pygpu_rt_get_last_error();
+        return -1;
+    }
+    pygpu_trace_enter();
     if (async && dst.on_device && !src.on_device && src.owner)
         c.owner = Py_NewRef(src.owner);
     else if (async && !dst.on_device && src.on_device && dst.owner)
@@ -101,7 +164,7 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
     else
         r = cp_plan(&c, dst, src, nd, shape, itemsize);
     /* (Copies down have waited already, where they had to.) */
-    if (r == 0 && !async && !cross && !c.stopped && !(src.on_device && !dst.on_device))
+    if (r == 0 && !async && !captured && !cross && !c.stopped && !(src.on_device && !dst.on_device))
         r = blame(&c, pygpu_rt_stream_synchronize(s), "StreamSynchronize");
     pygpu_trace_done();
     PyEval_RestoreThread(c.ts);
@@ -120,6 +183,21 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
 
 /* ---- casts ------------------------------------------------------------------ */
 
+/* The capture state of stream s (0: none, 1: a capture that device work
+ * joins), or -1 with GPUError where work on s would break a capture (the
+ * legacy stream under one, an invalidated one), the device put back to
+ * `prev` (>= 0). */
+static int refuse_broken_capture(pygpu_state *st, pygpu_stream_t s, const char *what, int prev)
+{
+    int how = pygpu_stream_capturing(s);
+    if (how == PYGPU_CAPTURE_NONE || how == PYGPU_CAPTURE_ACTIVE)
+        return how;
+    (void)pygpu_capture_refused(st, s, how, what, NULL);
+    if (prev >= 0 && pygpu_rt_set_device(prev) != 0)
+        (void)pygpu_rt_get_last_error();
+    return -1;
+}
+
 int pygpu_cast(pygpu_state *st, pygpu_side dst, int dtype, pygpu_side src, int stype, int nd, const ptrdiff_t *shape,
                pygpu_stream_t s)
 {
@@ -136,6 +214,8 @@ int pygpu_cast(pygpu_state *st, pygpu_side dst, int dtype, pygpu_side src, int s
     char *d = dst.ptr + p.offset[0], *from = src.ptr + p.offset[1];
     ptrdiff_t n = pair_size(&p), dsize = pk_itemsize(dtype), ssize = pk_itemsize(stype);
     if (dst.device >= 0 && pygpu_device_enter(st, dst.device, &prev) < 0)
+        return -1;
+    if (refuse_broken_capture(st, s, "A cast", prev) < 0)
         return -1;
     Py_BEGIN_ALLOW_THREADS
     if (cp_kernels_usable(&c)) {
@@ -243,8 +323,10 @@ int pygpu_fill(pygpu_state *st, pygpu_side dst, int nd, const ptrdiff_t *shape, 
     if (p.nd < 0)
         return 0;
     char *d = dst.ptr + p.offset[0];
-    int prev = -1;
+    int prev = -1, captured, refused = 0;
     if (dst.device >= 0 && pygpu_device_enter(st, dst.device, &prev) < 0)
+        return -1;
+    if ((captured = refuse_broken_capture(st, s, "A fill", prev)) < 0)
         return -1;
     Py_BEGIN_ALLOW_THREADS
     if (uniform && pygpu_pair_is_dense(&p, 0, itemsize))
@@ -252,6 +334,8 @@ int pygpu_fill(pygpu_state *st, pygpu_side dst, int nd, const ptrdiff_t *shape, 
                                           s), "MemsetAsync");
     else if (cp_kernels_usable(&c))
         r = fill_by_kernel(&c, &p, d, itemsize, value);     /* (the value goes with the launch) */
+    else if (captured && !uniform)
+        refused = 1;        /* (its value would be copied up from this call's memory, and waited for) */
     else if ((r = fill_by_copies(&c, &p, d, itemsize, value)) == 0 && !uniform) {
         /* A value that is not one repeated byte was copied up from the
          * caller's memory: wait for that copy. */
@@ -260,7 +344,9 @@ int pygpu_fill(pygpu_state *st, pygpu_side dst, int nd, const ptrdiff_t *shape, 
     Py_END_ALLOW_THREADS
     if (prev >= 0 && pygpu_rt_set_device(prev) != 0 && r == 0)
         r = blame(&c, pygpu_rt_get_last_error(), "SetDevice");
-    if (pygpu_check(st, r, c.call ? c.call : "MemsetAsync") < 0 || kernels_warning(st, c.kernels) < 0)
+    if (pygpu_check(st, r, c.call ? c.call : "MemsetAsync") < 0 || kernels_warning(st, c.kernels) < 0 ||
+        (refused && pygpu_capture_refused(st, s, captured, "A fill with a value of several different bytes where "
+                                          "PyGPU's kernels cannot run", NULL) < 0))
         return -1;
     return 0;
 }

@@ -1,0 +1,212 @@
+"""Graph capture: work on a stream that a CUDA graph capture records either
+joins the capture (device copies and fills, casts, asynchronous copies
+between the device and page-locked memory) or is refused with a GPUError
+that says why and what to do, before it touches the stream, so that the
+capture stays valid.
+
+On the host backend PYGPU_HOST_CAPTURE=1 makes every stream but the default
+ones report a capture (in a child process), so that the rules run on CI;
+on CUDA a capture begun by CuPy on a stream handed over is ended and its
+graph launched, and the data it moved checked against NumPy.
+"""
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import pygpu
+
+from conftest import clean_env, PACKAGE_ROOT
+
+# The rules, run where every stream made reports a capture (the host
+# backend's switch), or inside a real capture (CUDA: `s` handed in).
+RULES = textwrap.dedent('''
+    import numpy as np, pygpu
+
+    def make(n=1 << 12):
+        """What the rules use, made before the capture (page-locked memory
+        cannot be allocated under a capture in global mode)."""
+        host_in = pygpu.pagelocked_empty(n, np.float32)
+        host_in[:] = np.arange(n, dtype=np.float32)
+        return dict(n=n, host_in=host_in, host_out=pygpu.pagelocked_zeros(n, np.float32),
+                    half=pygpu.pagelocked_zeros(n // 2, np.float64), other=pygpu.pagelocked_empty(n, np.float32),
+                    a=pygpu.empty(n, np.float32), b=pygpu.empty(n, np.float32), c=pygpu.empty(n // 2, np.float64))
+
+    def check_rules(s, m):
+        """What PyGPU does on its stream `s` (being captured) with the arrays
+        of make(): the work that joins the capture, then each refusal;
+        returns the refusals' messages."""
+        n, host_in, host_out, half = m["n"], m["host_in"], m["host_out"], m["half"]
+        a, b, c = m["a"], m["b"], m["c"]
+        refused = []
+
+        def refuse(fn, *words):
+            try:
+                fn()
+            except pygpu.GPUError as e:
+                msg = str(e)
+                assert all(w in msg for w in words) and "capture" in msg, (words, msg)
+                refused.append(msg)
+            else:
+                raise AssertionError(f"not refused: {words}")
+
+        # joins: page-locked copies queued, device copies, fills, a cast
+        a.set_async(host_in, stream=s)
+        with s:
+            b[...] = a
+            b[: n // 4].fill(7.0)
+            b[n // 4: n // 2] = 3.0
+            c[...] = b[n // 2:][::-1]
+        b.get_async(ary=host_out, stream=s)
+        c.get_async(ary=half, stream=s)
+        # refused, each before touching the stream
+        refuse(lambda: a.set(np.ones(n, np.float32), stream=s), "pageable", "page-locked")
+        refuse(lambda: a.set_async(np.ones(n, np.float32), stream=s), "pageable", "page-locked")
+        refuse(lambda: a.get(stream=s), "pageable")
+        refuse(lambda: a.get_async(ary=np.empty(n, np.float32), stream=s), "pageable")
+        refuse(lambda: a.set(host_in, stream=s), "synchronous", "set_async")
+        refuse(lambda: a.get(ary=host_out, stream=s), "synchronous")
+        refuse(lambda: a.get_async(ary=m["other"][::-1], stream=s), "laid out")
+        refuse(lambda: pygpu.zeros(8, np.float32, stream=s), "allocation", "before the capture")
+        refuse(s.synchronize, "synchronize")
+        return refused
+
+    def expected(n=1 << 12):
+        e = np.arange(n, dtype=np.float32)
+        e[: n // 4] = 7.0
+        e[n // 4: n // 2] = 3.0
+        return e, e[n // 2:][::-1].astype(np.float64)
+''')
+
+
+def run_child(code, **env):
+    proc = subprocess.run([sys.executable, "-c", code], env=clean_env(**env), cwd=PACKAGE_ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.stdout
+
+
+@pytest.mark.skipif(pygpu.backend != "host", reason="PYGPU_HOST_CAPTURE is the host backend's switch")
+def test_capture_rules_on_the_host():
+    out = run_child(RULES + textwrap.dedent('''
+        s = pygpu.Stream()
+        m = make()
+        refused = check_rules(s, m)
+        want, want_half = expected()       # (the host's streams run at once: the joined work has run)
+        assert np.array_equal(m["host_out"], want), m["host_out"]
+        assert np.array_equal(m["half"], want_half), m["half"]
+        # the default streams are never captured here: the same calls run there
+        a = pygpu.zeros(16, np.float32)
+        a.set(np.ones(16, np.float32))
+        assert a.get().sum() == 16
+        pygpu.Stream.null.synchronize()
+        print("refused", len(refused))
+        print("\\n".join(refused))
+    '''), PYGPU_BACKEND="host", PYGPU_HOST_CAPTURE="1")
+    assert "refused 9" in out, out
+    # each refusal says what to do instead
+    assert "Use page-locked memory (pygpu.pagelocked_empty)" in out
+    assert "Allocate the arrays before the capture begins" in out
+
+
+# ---- CUDA: captures begun by CuPy -----------------------------------------------------------
+
+@pytest.fixture
+def cp():
+    if pygpu.backend != "cuda":
+        pytest.skip("a CUDA graph capture needs the CUDA backend")
+    return pytest.importorskip("cupy")
+
+
+GLOBAL = 0      # cudaStreamCaptureModeGlobal: unsafe calls from any thread break the capture
+
+
+def rules_namespace():
+    ns = {}
+    exec(RULES, ns)
+    return ns
+
+
+def test_capture_begun_by_cupy_on_a_pygpu_stream(cp):
+    """CuPy captures PyGPU's stream (in global mode); PyGPU's work joins, its
+    refusals leave the capture valid, and the launched graph moves the data."""
+    ns = rules_namespace()
+    ps = pygpu.Stream(non_blocking=True)
+    ext = cp.cuda.ExternalStream(ps.ptr)
+    m = ns["make"]()
+    pygpu.synchronize()
+    ext.begin_capture(mode=GLOBAL)
+    try:
+        refused = ns["check_rules"](ps, m)
+        capsule = m["b"].__dlpack__()          # (no stream: no wait of the legacy stream on the capture)
+        assert capsule is not None
+        pygpu.Stream.null.record()             # (the legacy stream is not in this capture: still usable)
+    finally:
+        graph = ext.end_capture()             # (raises if anything broke the capture)
+    assert len(refused) == 9, refused
+    assert not m["host_out"].any()            # recorded, not run
+    for _ in range(2):                         # (each launch runs it all again)
+        m["host_out"][:] = 0
+        graph.launch(ext)
+        ext.synchronize()
+        want, want_half = ns["expected"]()
+        np.testing.assert_array_equal(m["host_out"], want)
+        np.testing.assert_array_equal(m["half"], want_half)
+
+
+def test_capture_begun_by_cupy_on_its_own_stream(cp, rng):
+    """A CuPy stream handed over (its handle): page-locked copies and device
+    copies join CuPy's capture, a pageable copy is refused, and the graph
+    replays them."""
+    n = 1 << 16
+    cs = cp.cuda.Stream(non_blocking=True)
+    data = rng.standard_normal(n).astype(np.float32)
+    host_in, host_out = pygpu.pagelocked_empty(n, np.float32), pygpu.pagelocked_zeros(n, np.float32)
+    host_in[:] = data
+    a, b = pygpu.empty(n, np.float32), pygpu.empty(n, np.float32)
+    pygpu.synchronize()
+    cs.begin_capture(mode=GLOBAL)
+    try:
+        a.set_async(host_in, stream=cs.ptr)
+        with pytest.raises(pygpu.GPUError, match="pageable host memory cannot join the graph capture"):
+            a.set(data, stream=cs.ptr)
+        with pytest.raises(pygpu.GPUError, match="synchronous"):
+            a.get(ary=host_out, stream=cs.ptr)
+        a.get_async(ary=host_out, stream=cs.ptr)
+        # the CAI export names the capturing stream; DLPack to it makes no wait
+        assert a.__cuda_array_interface__["stream"] == cs.ptr
+        a.__dlpack__(stream=cs.ptr)
+    finally:
+        graph = cs.end_capture()
+    assert not host_out.any()
+    graph.launch(cs)
+    cs.synchronize()
+    np.testing.assert_array_equal(host_out, data)
+
+
+def test_the_legacy_stream_is_refused_under_a_global_capture(cp):
+    """A blocking stream captured in global mode: the legacy stream waits for
+    it, so PyGPU work there (the current stream by default) is refused, and
+    the capture stays valid."""
+    n = 4096
+    cs = cp.cuda.Stream(non_blocking=False)
+    host = pygpu.pagelocked_empty(n, np.float32)
+    host[:] = 5.0
+    a = pygpu.zeros(n, np.float32)
+    pygpu.synchronize()
+    cs.begin_capture(mode=GLOBAL)
+    try:
+        with pytest.raises(pygpu.GPUError, match="legacy default stream"):
+            a.fill(1.0)
+        with pytest.raises(pygpu.GPUError, match="legacy default stream"):
+            pygpu.zeros(8, np.float32)
+        with pytest.raises(pygpu.GPUError, match="legacy default stream"):
+            a.set_async(host)
+        a.set_async(host, stream=cs.ptr)
+    finally:
+        graph = cs.end_capture()
+    graph.launch(cs)
+    cs.synchronize()
+    np.testing.assert_array_equal(a.get(), host)
