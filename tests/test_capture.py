@@ -134,7 +134,10 @@ def test_capture_begun_by_cupy_on_a_pygpu_stream(cp):
     refusals leave the capture valid, and the launched graph moves the data."""
     ns = rules_namespace()
     ps = pygpu.Stream(non_blocking=True)
-    ext = cp.cuda.ExternalStream(ps.ptr)
+    if hasattr(cp.cuda.Stream, "from_external"):       # (newer CuPy: through PyGPU's __cuda_stream__)
+        ext = cp.cuda.Stream.from_external(ps)
+    else:
+        ext = cp.cuda.ExternalStream(ps.ptr)
     m = ns["make"]()
     pygpu.synchronize()
     ext.begin_capture(mode=GLOBAL)
