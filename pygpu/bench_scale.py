@@ -16,7 +16,13 @@ asynchronous call gives back.
               touched pageable memory to (from) its own device, alone and
               all at once: each device's GB/s against raw pinned
               cudaMemcpy to (from) that device alone (its own link).
+    floors    what the host itself allows (host_floors): copies of touched
+              pageable memory into page-locked memory (the staging's extra
+              pass) and into fresh memory (the page-fault floor), on 1
+              thread and on as many as the staging uses on every device;
+              with several devices, all of them at once beside it.
 """
+import mmap
 import statistics
 import threading
 import time
@@ -279,6 +285,62 @@ def devices_at_once(nbytes=64 * MiB, budget=0.5):
     return results
 
 
+def host_floors(nbytes=64 * MiB, nthreads=None, budget=0.5):
+    """{(floor, threads): GB/s}: what the host itself allows, measured
+    with NumPy's copies (which release the GIL), each thread on buffers of
+    its own of `nbytes`:
+
+    - ``into page-locked``: copies of touched pageable memory into
+      page-locked memory, the staging's extra pass over host memory (every
+      staged byte is read from the user's memory and written to a staging
+      buffer before the DMA reads it again);
+    - ``into fresh``: copies into memory never touched (each call a new
+      array), the page-fault floor under downloads into fresh arrays.
+
+    On 1 thread and on `nthreads` (default: every device's staging
+    threads, transfer_config()['threads'] each)."""
+    if nthreads is None:
+        nthreads = max(1, pygpu.transfer_config()["threads"] * max(1, pygpu.device_count()))
+    def locked():
+        src, dst = pageable_array(nbytes), pygpu.pagelocked_empty(nbytes, np.uint8)
+        return (lambda: np.copyto(dst, src)), (src, dst)
+
+    def fresh():
+        src = pageable_array(nbytes)
+
+        def into_new_pages():       # (an anonymous mapping: new pages every time, whatever malloc keeps)
+            with mmap.mmap(-1, nbytes) as m:
+                dst = np.frombuffer(m, np.uint8)
+                np.copyto(dst, src)
+                del dst
+        return into_new_pages, src
+
+    results = {}
+    for name, setup in (("into page-locked", locked), ("into fresh", fresh)):
+        for t in sorted({1, nthreads}):
+            results[(name, t)] = aggregate(setup, t, nbytes, budget)
+    return results
+
+
+def floors_lines(floors, ndev, at_once=None):
+    """The host floors as lines; with `at_once` (devices_at_once's results),
+    what all devices took together beside the copy floor on as many threads."""
+    lines = ["Host floors (NumPy's copies, each thread its own buffers; GB/s on 1 thread and on the staging's)"]
+    for (name, t), v in sorted(floors.items()):
+        lines.append(f"  {name:<18} {t:>2} thread{'s' if t > 1 else ' '}: {v:6.1f}")
+    if at_once:
+        copy = max(v for (name, _), v in floors.items() if name == "into page-locked")
+        for d, label in (("H2D", "up"), ("D2H", "down")):
+            rows = at_once.get(d, [])
+            raw = sum(r[1] or 0 for r in rows)
+            mine = sum(r[3] or 0 for r in rows)
+            raw = f"{raw:.1f}" if raw else "-"
+            lines.append(f"  all {ndev} devices at once, {label}: pygpu {mine:.1f} GB/s, raw pinned {raw}; "
+                         f"staging passes each byte once more through host memory, which copies {copy:.1f} GB/s "
+                         f"into page-locked memory")
+    return lines
+
+
 def at_once_table(results, nbytes):
     names = {"H2D": "to_gpu", "D2H": "get(ary)"}
     lines = [f"Devices at once: one thread per device, each moving {size_name(nbytes)} of touched pageable "
@@ -318,8 +380,13 @@ def scale_report(nbytes=64 * MiB, counts=THREADS, peers=("cupy", "torch"), progr
             call, total, blocking = async_overlap(n, budget, down=down)
             lines.append(f"  {size_name(n):>8}: call {call * 1e3:.2f} ms of {total * 1e3:.2f} ms "
                          f"({call / total:.2f}); {blocking_name} {blocking * 1e3:.2f} ms ({blocking / total:.2f})")
+    at_once = None
     if pygpu.device_count() >= 2:
         if progress:
             progress(f"{pygpu.device_count()} devices at once")
-        lines += ["", at_once_table(devices_at_once(nbytes, budget), nbytes)]
+        at_once = devices_at_once(nbytes, budget)
+        lines += ["", at_once_table(at_once, nbytes)]
+    if progress:
+        progress("the host's floors")
+    lines += [""] + floors_lines(host_floors(nbytes, budget=budget), pygpu.device_count(), at_once)
     return "\n".join(lines)

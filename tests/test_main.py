@@ -214,6 +214,32 @@ def test_scale_devices_at_once_runs_each_thread_on_its_own_device():
     assert text.count("to_gpu ") == pygpu.device_count() and text.count("get(ary) ") == pygpu.device_count()
 
 
+def test_scale_host_floors_measure_each_floor_on_one_and_many_threads(monkeypatch):
+    """bench_scale's host floors: both floors on 1 thread and on the
+    staging's (transfer_config's threads for each device), the copies into
+    fresh memory landing in new pages each time (an anonymous mapping, so
+    that a heap that keeps freed memory cannot hide the page faults), and
+    the lines name every floor and, with the devices' results, their sum."""
+    import mmap as mmap_mod
+    from pygpu import bench_scale
+    mapped = []
+
+    class Counted(mmap_mod.mmap):
+        def __init__(self, *args, **kw):
+            mapped.append(args[1])
+    monkeypatch.setattr(bench_scale.mmap, "mmap", Counted)
+    floors = bench_scale.host_floors(1 << 16, nthreads=3, budget=0.02)
+    assert set(floors) == {("into page-locked", 1), ("into page-locked", 3), ("into fresh", 1), ("into fresh", 3)}
+    assert all(v > 0 for v in floors.values())
+    assert len(mapped) >= 4 and set(mapped) == {1 << 16}        # (a new mapping for every copy into fresh memory)
+    threads = pygpu.transfer_config()["threads"] * pygpu.device_count()
+    assert ("into fresh", max(1, threads)) in bench_scale.host_floors(1 << 12, budget=0.01)
+    at_once = {"H2D": [(50.0, 40.0, 45.0, 30.0), (50.0, 41.0, 44.0, 31.0)], "D2H": [(None, None, 45.0, 20.0)] * 2}
+    lines = bench_scale.floors_lines(floors, 2, at_once)
+    assert sum(line.startswith("  into ") for line in lines) == 4
+    assert "up: pygpu 61.0 GB/s, raw pinned 81.0" in lines[-2] and "down: pygpu 40.0 GB/s, raw pinned -" in lines[-1]
+
+
 def _devices_rows(text):
     """{row: [cells]} of the table of python -m pygpu.bench --devices."""
     from pygpu import bench
