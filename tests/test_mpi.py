@@ -212,6 +212,55 @@ def test_device_to_device_between_ranks(ranks):
     assert f"mpi_ipc_check: OK, {ranks} ranks" in proc.stdout, proc.stdout
 
 
+DIES = """
+import os, sys
+import numpy as np
+from mpi4py import MPI
+import pygpu, pygpu.mpi
+
+world = MPI.COMM_WORLD
+comm = pygpu.mpi.Comm(world, cuda_aware=False)
+pygpu.mpi.select_device(world)
+n = (pygpu.mpi._Mailbox.SLOTS + 2) * pygpu.mpi._Mailbox.SLOT_BYTES     # more pieces than slots
+if comm.rank == 1:
+    class Dying:                    # the receiver dies as it gives back its second slot
+        def __init__(self, c):
+            self.c, self.given = c, 0
+
+        def __getattr__(self, name):
+            return getattr(self.c, name)
+
+        def Send(self, *args):
+            self.given += 1
+            if self.given == 2:
+                print("rank 1 dies", flush=True)
+                os._exit(3)
+            return self.c.Send(*args)
+    comm._ipc.priv = Dying(comm._ipc.priv)
+    comm.Recv(pygpu.empty(n, np.uint8), source=0)
+else:
+    comm.Send(pygpu.to_gpu(np.ones(n, np.uint8)), dest=1)
+print("rank", comm.rank, "returned", flush=True)
+"""
+
+
+def test_a_rank_that_dies_mid_transfer_ends_the_job():
+    """A receiver that dies part way through a device-to-device transfer:
+    the sender, waiting for slots that will never be given back, does not
+    hang; MPI's launcher ends the job with an error (as it does any job
+    whose rank dies), well within the timeout."""
+    env = {"PYGPU_BACKEND": pygpu.backend}
+    if pygpu.backend == "host":
+        env["PYGPU_HOST_DEVICES"] = 2
+    try:
+        proc = subprocess.run(mpirun() + ["-np", "2", sys.executable, "-c", DIES], env=clean_env(**env),
+                              cwd=PACKAGE_ROOT, capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the job hung after a rank died")
+    assert proc.returncode != 0, proc.stdout
+    assert "rank 1 dies" in proc.stdout and "returned" not in proc.stdout, proc.stdout
+
+
 def test_comm_of_one_rank_has_no_mailbox():
     comm = pygpu.mpi.Comm(MPI.COMM_SELF, cuda_aware=False)
     assert comm._ipc is None
