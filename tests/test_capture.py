@@ -53,6 +53,7 @@ RULES = textwrap.dedent('''
                 raise AssertionError(f"not refused: {words}")
 
         # joins: page-locked copies queued, device copies, fills, a cast
+        pygpu.memset_d8_async(b.ptr, 0, b.nbytes, stream=s)
         a.set_async(host_in, stream=s)
         with s:
             b[...] = a
@@ -71,6 +72,8 @@ RULES = textwrap.dedent('''
         refuse(lambda: a.get_async(ary=m["other"][::-1], stream=s), "laid out")
         refuse(lambda: pygpu.zeros(8, np.float32, stream=s), "allocation", "before the capture")
         refuse(s.synchronize, "synchronize")
+        refuse(lambda: pygpu.memset_d8(b.ptr, 0, 16, stream=s), "memset_d8", "memset_d8_async")
+        refuse(lambda: pygpu.memcpy_peer(b.ptr, a.ptr, 16, 0, 0, stream=s), "memcpy_peer", "memcpy_peer_async")
         return refused
 
     def expected(n=1 << 12):
@@ -105,7 +108,7 @@ def test_capture_rules_on_the_host():
         print("refused", len(refused))
         print("\\n".join(refused))
     '''), PYGPU_BACKEND="host", PYGPU_HOST_CAPTURE="1")
-    assert "refused 9" in out, out
+    assert "refused 11" in out, out
     # each refusal says what to do instead
     assert "Use page-locked memory (pygpu.pagelocked_empty)" in out
     assert "Allocate the arrays before the capture begins" in out
@@ -148,7 +151,7 @@ def test_capture_begun_by_cupy_on_a_pygpu_stream(cp):
         pygpu.Stream.null.record()             # (the legacy stream is not in this capture: still usable)
     finally:
         graph = ext.end_capture()             # (raises if anything broke the capture)
-    assert len(refused) == 9, refused
+    assert len(refused) == 11, refused
     assert not m["host_out"].any()            # recorded, not run
     for _ in range(2):                         # (each launch runs it all again)
         m["host_out"][:] = 0
