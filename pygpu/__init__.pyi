@@ -103,6 +103,7 @@ __all__ = [
     "pagelocked_zeros",
     "pagelocked_zeros_like",
     "register_host_memory",
+    "registered_stats",
     "mem_get_info",
     "memcpy_dtod",
     "memcpy_dtod_async",
@@ -201,6 +202,16 @@ class _TransferConfig(TypedDict):
     crowd_up: int
     crowd_down: int
     crowd_threads: int
+    register_limit: int
+
+@type_check_only
+class _RegisteredStats(TypedDict):
+    buffers: int
+    bytes: int
+    limit: int
+    registered: int
+    released: int
+    refused: int
 
 @type_check_only
 class _PinnedPoolStats(TypedDict):
@@ -443,7 +454,9 @@ def transfer_config(
     crowd_up: SupportsIndex | None = None,
     crowd_down: SupportsIndex | None = None,
     crowd_threads: SupportsIndex | None = None,
+    register_limit: SupportsIndex | None = None,
 ) -> _TransferConfig: ...
+def registered_stats() -> _RegisteredStats: ...
 def pinned_pool_stats() -> _PinnedPoolStats: ...
 def is_pinned(ary: _HostBufferLike, /) -> bool: ...
 def set_pinned_pool_limit(nbytes: SupportsIndex, /) -> None: ...

@@ -148,10 +148,10 @@ PyObject *pygpu_array_get(PyGPUArray *a, PyObject *out, PyObject *stream, int pa
     } else {
         async = 0;
     }
-    /* (async: the array is the host memory's owner, kept until a download
-     * in the background has written it) */
-    pygpu_side host = {PyArray_BYTES((PyArrayObject *)out), PyArray_STRIDES((PyArrayObject *)out), 0, -1,
-                       async ? out : NULL};
+    /* (the array is the host memory's owner: kept until a download in the
+     * background has written it, when async; else its buffer may be
+     * page-locked in place, registered.c) */
+    pygpu_side host = {PyArray_BYTES((PyArrayObject *)out), PyArray_STRIDES((PyArrayObject *)out), 0, -1, out};
     if (pygpu_copy(st, host, pygpu_device_side(a), a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, async) < 0) {
         Py_DECREF(out);
         return NULL;

@@ -52,6 +52,12 @@
 #define PYGPU_PART_MIN ((ptrdiff_t)32 << 10)
 /* The last-level cache's size where the system does not say. See performance.md#streaming-stores-down */
 #define PYGPU_CACHE_BYTES_GUESS ((size_t)32 << 20)
+/* Host buffers that synchronous transfers of at least so many bytes meet twice are page-locked in place. See performance.md#registered-in-place */
+#define PYGPU_REGISTER_MIN ((size_t)4 << 20)
+/* Buffers page-locked in place at once, at most. See performance.md#registered-in-place */
+#define PYGPU_REGISTER_SLOTS 64
+/* Buffers met once that are remembered for a second meeting. See performance.md#registered-in-place */
+#define PYGPU_REGISTER_SEEN 16
 /* Destinations this big may be fresh from the kernel: the workers fault in. See performance.md#fresh-destinations */
 #define PYGPU_FRESH_MIN ((size_t)32 << 20)
 /* Each worker's share of a fault-in is at least this big. See performance.md#fresh-destinations */

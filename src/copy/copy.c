@@ -19,6 +19,7 @@
 #include "../errors.h"
 #include "../kernels/kernels.h"
 #include "../peer.h"
+#include "../registered.h"
 #include "../shape.h"
 #include "../stream.h"
 #include "../transfer/background.h"
@@ -153,6 +154,16 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
             (void)pygpu_rt_get_last_error();
         return -1;
     }
+    /* A synchronous copy between the device and a user's host buffer that
+     * transfers meet again: page-locked in place (registered.c), the
+     * planner's DMA reads (writes) it directly. */
+    int reg = 0;
+    if (!async && !cross && dst.on_device != src.on_device && (dst.on_device ? src : dst).owner) {
+        pygpu_side host = dst.on_device ? src : dst;
+        ptrdiff_t lo, hi;
+        pygpu_shape_extent(nd, shape, host.strides, itemsize, &lo, &hi);
+        reg = pygpu_registered_prepare(host.owner, host.ptr + lo, (size_t)(hi - lo));
+    }
     pygpu_trace_enter();
     if (async && dst.on_device && !src.on_device && src.owner)
         c.owner = Py_NewRef(src.owner);
@@ -168,6 +179,7 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
         r = blame(&c, pygpu_rt_stream_synchronize(s), "StreamSynchronize");
     pygpu_trace_done();
     PyEval_RestoreThread(c.ts);
+    pygpu_registered_done(reg);
     if (!c.owner_taken)
         Py_XDECREF(c.owner);
     int back = prev >= 0 && !c.stopped && r == 0 ? pygpu_device_leave(st, prev) : 0;

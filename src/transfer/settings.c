@@ -48,6 +48,9 @@ static void config_defaults(void)
      * (docs/performance.md#crowded-uploads).  Downloads keep theirs: with
      * fewer threads they lost. */
     config.crowd_threads = cpus >= PYGPU_CROWD_CORES_MIN ? (int)(cpus / PYGPU_CROWD_THREADS_SHARE) : 0;
+    /* Host buffers page-locked in place: off until measured on the GPU
+     * machine (docs/performance.md#registered-in-place). */
+    config.register_limit = 0;
     config_ready = 1;
 }
 

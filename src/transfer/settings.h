@@ -31,6 +31,8 @@ typedef struct {
                                          * at work on its device (0: chunk) */
     int crowd_threads;          /* host threads copying each chunk of an upload while another
                                  * transfer is at work on its device (0: threads) */
+    size_t register_limit;      /* bytes of the users' host buffers page-locked in place, at most
+                                 * (registered.c; 0: none) */
 } pygpu_transfer_config;
 
 void pygpu_transfer_config_get(pygpu_transfer_config *c);

@@ -14,16 +14,18 @@
 #include "workers.h"
 #include "../convert.h"
 #include "../copy/copy.h"
+#include "../registered.h"
 
 static PyObject *config_dict(void)
 {
     pygpu_transfer_config c;
     pygpu_transfer_config_get(&c);
-    return Py_BuildValue("{s:n,s:i,s:i,s:i,s:N,s:O,s:n,s:n,s:i}", "chunk", (Py_ssize_t)c.chunk, "depth", c.depth,
-                         "threads", c.threads, "threads_alone", c.threads_alone, "min_bytes",
+    return Py_BuildValue("{s:n,s:i,s:i,s:i,s:N,s:O,s:n,s:n,s:i,s:n}", "chunk", (Py_ssize_t)c.chunk, "depth",
+                         c.depth, "threads", c.threads, "threads_alone", c.threads_alone, "min_bytes",
                          c.min_bytes == SIZE_MAX ? Py_NewRef(Py_None) : PyLong_FromSize_t(c.min_bytes),
                          "peer", c.peer ? Py_True : Py_False, "crowd_up", (Py_ssize_t)c.crowd_up, "crowd_down",
-                         (Py_ssize_t)c.crowd_down, "crowd_threads", c.crowd_threads);
+                         (Py_ssize_t)c.crowd_down, "crowd_threads", c.crowd_threads, "register_limit",
+                         (Py_ssize_t)c.register_limit);
 }
 
 /* A crowded lane's chunk: 0 (the chunk setting's) or at least 4096 bytes. */
@@ -57,14 +59,15 @@ static int thread_count_arg(PyObject *arg, const char *name, int *out)
 static PyObject *transfer_config(PyObject *m, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"chunk", "depth",    "threads",    "threads_alone", "min_bytes",
-                             "peer",  "crowd_up", "crowd_down", "crowd_threads", NULL};
+                             "peer",  "crowd_up", "crowd_down", "crowd_threads", "register_limit", NULL};
     PyObject *chunk = NULL, *depth = NULL, *threads = NULL, *threads_alone = NULL, *min_bytes = NULL, *peer = NULL,
-             *crowd_up = NULL, *crowd_down = NULL, *crowd_threads = NULL;
+             *crowd_up = NULL, *crowd_down = NULL, *crowd_threads = NULL, *register_limit = NULL;
     pygpu_transfer_config c;
     size_t v;
     (void)m;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$OOOOOOOOO:transfer_config", kwlist, &chunk, &depth, &threads,
-                                     &threads_alone, &min_bytes, &peer, &crowd_up, &crowd_down, &crowd_threads))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$OOOOOOOOOO:transfer_config", kwlist, &chunk, &depth, &threads,
+                                     &threads_alone, &min_bytes, &peer, &crowd_up, &crowd_down, &crowd_threads,
+                                     &register_limit))
         return NULL;
     pygpu_transfer_config_get(&c);
     if (chunk) {
@@ -110,12 +113,18 @@ static PyObject *transfer_config(PyObject *m, PyObject *args, PyObject *kwds)
         return NULL;
     if (crowd_down && crowd_arg(crowd_down, "crowd_down", &c.crowd_down) < 0)
         return NULL;
+    if (register_limit && pygpu_size_arg(register_limit, "register_limit", &c.register_limit) < 0)
+        return NULL;
     if (chunk || depth || threads || threads_alone || min_bytes || peer || crowd_up || crowd_down || crowd_threads) {
         Py_BEGIN_ALLOW_THREADS
         pygpu_transfer_config_set(&c);
         pygpu_staging_release();        /* buffers of the old size go back to the pool */
         Py_END_ALLOW_THREADS
+    } else if (register_limit) {
+        pygpu_transfer_config_set(&c);
     }
+    if (register_limit)
+        pygpu_registered_trim(c.register_limit);        /* (a lower limit: the least recently used go) */
     return config_dict();
 }
 
@@ -171,13 +180,24 @@ static PyObject *is_pinned(PyObject *m, PyObject *obj)
     return PyBool_FromLong(pinned);
 }
 
+static PyObject *registered_stats(PyObject *m, PyObject *unused)
+{
+    (void)m;
+    (void)unused;
+    return pygpu_registered_stats();
+}
+
 static PyMethodDef transfer_functions[] = {
+    {"registered_stats", registered_stats, METH_NOARGS,
+     "registered_stats()\n--\n\n{'buffers', 'bytes', 'limit', 'registered', 'released', 'refused'}: the users'\n"
+     "host buffers page-locked in place now (transfer_config's register_limit), and the registrations made,\n"
+     "let go and refused by the runtime so far."},
     {"is_pinned", is_pinned, METH_O,
      "is_pinned(ary, /)\n--\n\nTrue if the host buffer `ary` is page-locked (allocated or registered\n"
      "with the runtime); always False on the host backend."},
     {"transfer_config", (PyCFunction)(void (*)(void))transfer_config, METH_VARARGS | METH_KEYWORDS,
      "transfer_config(*, chunk=None, depth=None, threads=None, threads_alone=None, min_bytes=None, peer=None,\n"
-     "                crowd_up=None, crowd_down=None, crowd_threads=None)\n--\n\n"
+     "                crowd_up=None, crowd_down=None, crowd_threads=None, register_limit=None)\n--\n\n"
      "The staging pipeline's settings as a dict, after changing the ones given:\n"
      "chunk (bytes per staging buffer), depth (buffers in flight), threads (host\n"
      "threads copying each chunk), threads_alone (the same for a transfer of more\n"
@@ -189,7 +209,9 @@ static PyMethodDef transfer_functions[] = {
      "most, of an upload or a download that starts while another transfer is at\n"
      "work on its device; 0: as chunk), crowd_threads (host threads copying each\n"
      "chunk of an upload while another transfer is at work on its device; 0: as\n"
-     "threads, which setting threads without it also sets)."},
+     "threads, which setting threads without it also sets), register_limit (bytes of\n"
+     "host buffers that synchronous transfers of 4 MiB or more meet twice, page-locked\n"
+     "in place until their owner is collected; 0, the default: none)."},
     {"pinned_pool_stats", pinned_pool_stats, METH_NOARGS,
      "pinned_pool_stats()\n--\n\n{'limit', 'in_use', 'cached', 'hits', 'misses'} of the pinned pool, and "
      "'background': asynchronous uploads from and downloads into pageable memory not yet over (and blocks being "
@@ -211,4 +233,5 @@ void pygpu_transfer_init(void)
     pygpu_workers_init();
     pygpu_pipeline_init();
     pygpu_pinned_pool_init();
+    pygpu_registered_init();
 }

@@ -1,0 +1,38 @@
+/*
+ * registered.h -- ordinary host memory page-locked in place while its
+ * owner lives (registered.c): the buffers of NumPy arrays that transfers
+ * meet again, registered with the runtime so that later copies DMA from
+ * (into) them directly, without the staging pass through host memory.
+ * Called with the GIL held.
+ */
+#ifndef PYGPU_REGISTERED_H
+#define PYGPU_REGISTERED_H
+
+#include "pygpu.h"
+
+/* A handle (> 0) if the `n` bytes at `p`, in the memory of NumPy array `arr` (any
+ * object: only arrays whose base owns its data take part), are page-locked
+ * in place now: their owner's buffer registered earlier, or just now
+ * because a transfer of at least PYGPU_REGISTER_MIN bytes meets it a second
+ * time (within transfer_config's register_limit, the least recently used
+ * let go to make room).  0 if not, for whatever reason (registration off,
+ * too small, a buffer that moved, a registration the runtime refused):
+ * never an error; the copy then goes its usual way. */
+int pygpu_registered_prepare(PyObject *arr, const void *p, size_t n);
+/* What pygpu_registered_prepare returned, once the copy is over: a
+ * registration that a copy uses is let go only after it. */
+void pygpu_registered_done(int handle);
+
+/* Registers the fork handler that unregisters everything before a fork
+ * (module init calls it). */
+void pygpu_registered_init(void);
+
+/* Let registrations go, least recently used first, down to `keep` bytes
+ * (transfer_config(register_limit=) lowered; 0: all that no copy uses). */
+void pygpu_registered_trim(size_t keep);
+
+/* registered_stats(): {'buffers', 'bytes', 'limit', 'registered',
+ * 'released', 'refused'}; new reference. */
+PyObject *pygpu_registered_stats(void);
+
+#endif /* PYGPU_REGISTERED_H */
