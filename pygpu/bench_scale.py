@@ -15,7 +15,9 @@ asynchronous call gives back.
     devices   with two devices or more: one thread per device, each moving
               touched pageable memory to (from) its own device, alone and
               all at once: each device's GB/s against raw pinned
-              cudaMemcpy to (from) that device alone (its own link).
+              cudaMemcpy to (from) that device alone (its own link); then
+              the same with the host buffers page-locked in place
+              (transfer_config(register_limit=)).
     floors    what the host itself allows (host_floors): copies of touched
               pageable memory into page-locked memory (the staging's extra
               pass) and into fresh memory (the page-fault floor), on 1
@@ -341,6 +343,22 @@ def floors_lines(floors, ndev, at_once=None):
     return lines
 
 
+def registered_at_once(nbytes=64 * MiB, budget=0.5, limit=16 * GiB):
+    """devices_at_once with the host buffers page-locked in place
+    (transfer_config(register_limit=limit) for the run, then as it was):
+    its table, titled so, with what was registered."""
+    before = pygpu.transfer_config()["register_limit"]
+    pygpu.transfer_config(register_limit=limit)
+    try:
+        results = devices_at_once(nbytes, budget)
+        held = pygpu.registered_stats()
+    finally:
+        pygpu.transfer_config(register_limit=before)
+    table = at_once_table(results, nbytes).split("\n", 1)
+    return (f"{table[0]}; with host buffers page-locked in place (register_limit={size_name(limit)}: "
+            f"{held['registered']} registered, {held['refused']} refused)\n{table[1]}")
+
+
 def at_once_table(results, nbytes):
     names = {"H2D": "to_gpu", "D2H": "get(ary)"}
     lines = [f"Devices at once: one thread per device, each moving {size_name(nbytes)} of touched pageable "
@@ -386,6 +404,9 @@ def scale_report(nbytes=64 * MiB, counts=THREADS, peers=("cupy", "torch"), progr
             progress(f"{pygpu.device_count()} devices at once")
         at_once = devices_at_once(nbytes, budget)
         lines += ["", at_once_table(at_once, nbytes)]
+        if progress:
+            progress(f"{pygpu.device_count()} devices at once, host buffers page-locked in place")
+        lines += ["", registered_at_once(nbytes, budget)]
     if progress:
         progress("the host's floors")
     lines += [""] + floors_lines(host_floors(nbytes, budget=budget), pygpu.device_count(), at_once)

@@ -212,6 +212,12 @@ def test_scale_devices_at_once_runs_each_thread_on_its_own_device():
         assert all(r[2] > 0 and r[3] > 0 for r in rows)
     text = bench_scale.at_once_table(res, 1 << 16)
     assert text.count("to_gpu ") == pygpu.device_count() and text.count("get(ary) ") == pygpu.device_count()
+    # and with the host buffers page-locked in place: registered (8 MiB buffers, met again), then off as before
+    made = pygpu.registered_stats()["registered"]
+    text = bench_scale.registered_at_once(8 << 20, budget=0.02, limit=1 << 30)
+    assert "page-locked in place (register_limit=1 GiB" in text and text.count("to_gpu ") == pygpu.device_count()
+    assert pygpu.registered_stats()["registered"] >= made + 2 * pygpu.device_count()
+    assert pygpu.transfer_config()["register_limit"] == 0
 
 
 def test_scale_host_floors_measure_each_floor_on_one_and_many_threads(monkeypatch):

@@ -10,7 +10,8 @@
 #   bash tools/gpu-check.sh devices    build + the multi-device and MPI tests (and the main job's peers
 #                                      section and bench --devices, tested) + the peers section + bench
 #                                      --devices + the MPI ping-pong (pygpu.bench_mpi) + benchmarks/test_devices.py + every device transferring
-#                                      at once (bench_scale.devices_at_once), 2 rounds
+#                                      at once (bench_scale.devices_at_once, then with host buffers page-locked in
+#                                      place: registered_at_once), 2 rounds, and the host's floors
 #   bash tools/gpu-check.sh copies     build + the tests of copies on the device + bench --copies
 #   bash tools/gpu-check.sh wheel      no build: the wheel carried in .wheels/ (built here with the CUDA
 #                                      runtime from PyPI, see .ci/run) installed into a fresh venv, the
@@ -132,7 +133,11 @@ devices() {
         for round in 1 2; do
             python3 -c "from pygpu import bench_scale as b; print(b.at_once_table(b.devices_at_once(), 64 << 20))" \
                 2>/dev/null | tee -a "$OUT/bench-devices-at-once.txt"
+            python3 -c "from pygpu import bench_scale as b; print(b.registered_at_once())" \
+                2>/dev/null | tee -a "$OUT/bench-devices-at-once.txt"
         done
+        python3 -c "from pygpu import bench_scale as b; print('\n'.join(b.floors_lines(b.host_floors(), $ngpu)))" \
+            2>/dev/null | tee -a "$OUT/bench-devices-at-once.txt"
     fi
 }
 if [ "$what" = ab ]; then
