@@ -136,6 +136,15 @@ static int make_room(size_t need, size_t limit)
     return 1;
 }
 
+/* Let go the slots whose owner is gone without their callback having
+ * freed them (it found them in use). */
+static void sweep(void)
+{
+    for (int i = 0; i < PYGPU_REGISTER_SLOTS; i++)
+        if (regs[i].wr && !refers_to(regs[i].wr, NULL))
+            release(i);
+}
+
 /* Register the owner's buffer in a free slot; its handle (slot + 1), or 0. */
 static int register_owner(PyArrayObject *own, const char *data, size_t nbytes, size_t limit)
 {
@@ -143,6 +152,7 @@ static int register_owner(PyArrayObject *own, const char *data, size_t nbytes, s
     char *start = (char *)((uintptr_t)data & ~(uintptr_t)(page - 1));
     size_t len = ((uintptr_t)data + nbytes - (uintptr_t)start + page - 1) & ~(page - 1);
     int i;
+    sweep();
     for (i = 0; i < PYGPU_REGISTER_SLOTS; i++)      /* (no page of it registered already) */
         if (regs[i].wr && regs[i].start < start + len && start < regs[i].start + regs[i].len)
             return 0;
