@@ -50,7 +50,14 @@ Three ways a GPUArray reaches MPI:
   communicator constructors are; ``Comm(comm, ipc=False)`` is not, and
   stages as before.  A receiver that cannot map the sender's mailbox (another
   container, devices that cannot reach each other) has the data staged.
-  The other collectives, and ranks on other nodes, are staged.
+  ``Gather``, ``Scatter`` and ``Allgather`` go the same way where every rank
+  shares the node, each rank's part is ``ipc_min_bytes`` or more, and every
+  buffer is a dense GPUArray on every rank (``IN_PLACE`` where MPI allows
+  it; asked of all ranks by a small allreduce): the headers on the
+  duplicate, then the pieces pulled over the links (the root pulls every
+  rank's part at once; a Scatter's root sends them in turn).  The
+  reductions (``Reduce``, ``Allreduce``: PyGPU has no kernels for them) and
+  ``Alltoall``, and ranks on other nodes, are staged.
 
 ``cuda_aware()`` says which holds: ``PYGPU_MPI_CUDA_AWARE=1`` or ``0`` decides;
 else the MPI library is asked (``MPIX_Query_cuda_support``, which Open MPI
@@ -394,15 +401,39 @@ class Comm:
         op = _mpi().SUM if op is None else op
         return self._reduce_like(self.comm.Allreduce, sendbuf, recvbuf, op)
 
+    def _by_ipc_collective(self, part_bytes, *bufs):
+        """True if a Gather, Scatter or Allgather of `part_bytes` a rank goes
+        device to device: every rank shares the node, the part is
+        ipc_min_bytes or more (the same on every rank), and (asked of all)
+        every buffer given is a dense GPUArray."""
+        return self._node_wide() and part_bytes >= self.ipc_min_bytes and self._ipc.all_gpu(*bufs)
+
+    def _part_bytes(self, mine, whole):
+        """The bytes of one rank's part: of `mine` unless IN_PLACE, else
+        `whole` (the root's, or everyone's, buffer of all parts) over size."""
+        return _nbytes(whole) // self.comm.Get_size() if self._in_place(mine) else _nbytes(mine)
+
     def Scatter(self, sendbuf, recvbuf, root=0):
+        root_side = self.comm.Get_rank() == root
+        part = _nbytes(sendbuf) // self.comm.Get_size() if root_side else _nbytes(recvbuf)
+        if self._by_ipc_collective(part, sendbuf if root_side else None,
+                                   None if self._in_place(recvbuf) else recvbuf):
+            return _drive(*self._ipc.scatter(self, sendbuf, recvbuf, root))
         if self._in_place(recvbuf):
             return self._run(lambda s: self.comm.Scatter(s, recvbuf, root), sends=[sendbuf])
         return self._run(lambda s, r: self.comm.Scatter(s, r, root), sends=[sendbuf], recvs=[recvbuf])
 
     def Gather(self, sendbuf, recvbuf, root=0):
+        root_side = self.comm.Get_rank() == root
+        if self._by_ipc_collective(self._part_bytes(sendbuf, recvbuf),
+                                   None if self._in_place(sendbuf) else sendbuf, recvbuf if root_side else None):
+            return _drive(*self._ipc.gather(self, sendbuf, recvbuf, root))
         return self._reduce_like(self.comm.Gather, sendbuf, recvbuf, root)
 
     def Allgather(self, sendbuf, recvbuf):
+        if self._by_ipc_collective(self._part_bytes(sendbuf, recvbuf),
+                                   None if self._in_place(sendbuf) else sendbuf, recvbuf):
+            return _drive(*self._ipc.allgather(self, sendbuf, recvbuf))
         return self._reduce_like(self.comm.Allgather, sendbuf, recvbuf)
 
     def Alltoall(self, sendbuf, recvbuf):
@@ -490,6 +521,7 @@ class _Node:
         self.ids = itertools.count()
         ub = self.priv.Get_attr(MPI.TAG_UB) or 32767
         self.tags = max(1, (ub - 1) // 2)
+        self.coll_tag = 2 * self.tags           # (above every transfer's two tags: a Scatter's headers)
 
     @classmethod
     def of(cls, comm):
@@ -596,16 +628,34 @@ class _Node:
             for d in asked:
                 yield self.priv.Isend([host, src.nbytes, _mpi().BYTE], d, 2 * x + _READY)
 
-    def send(self, a, dest, tag):
-        """Steps of a send of GPUArray `a` to `dest` through this rank's mailbox."""
+    def _posting(self, a, dests, announce):
+        """A send of GPUArray `a` to the ranks `dests` through this rank's
+        mailbox: planned, and its header announced (`announce(header)`,
+        whose result is returned) now; then (the steps returned) the pieces
+        pushed, the mailbox held until they are all read.  (steps, said)."""
         src = a if _contiguous(a) else a.copy()
         box = self.mailbox()
-        answers = {}
-        with box.lock:
+        box.lock.acquire()
+        try:
             x, piece, pieces, header = self._plan(box, src.nbytes)
-            sent = self.comm.Isend([header, _mpi().BYTE], dest, tag)
-            yield from self._push(src, [dest], box, x, piece, pieces, answers)
-        yield from self._staged(src, answers, x)
+            said = announce(header)
+        except BaseException:
+            box.lock.release()
+            raise
+
+        def steps():
+            answers = {}
+            try:
+                yield from self._push(src, dests, box, x, piece, pieces, answers)
+            finally:
+                box.lock.release()
+            yield from self._staged(src, answers, x)
+        return steps(), said
+
+    def send(self, a, dest, tag):
+        """Steps of a send of GPUArray `a` to `dest` through this rank's mailbox."""
+        steps, sent = self._posting(a, [dest], lambda h: self.comm.Isend([h, _mpi().BYTE], dest, tag))
+        yield from steps
         yield sent
 
     def bcast(self, owner, buf, root):
@@ -617,15 +667,9 @@ class _Node:
         raw = bytearray(_HEADER.size)
         a = _split(buf)[0]
         if self.rank == root and isinstance(a, pygpu.GPUArray):
-            src = a if _contiguous(a) else a.copy()
-            box = self.mailbox()
-            with box.lock:
-                x, piece, pieces, raw[:] = self._plan(box, src.nbytes)
-                self.comm.Bcast([raw, MPI.BYTE], root)
-                answers = {}
-                yield from self._push(src, sorted(set(range(self.comm.Get_size())) - {root}), box, x, piece,
-                                      pieces, answers)
-            yield from self._staged(src, answers, x)
+            others = sorted(set(range(self.comm.Get_size())) - {root})
+            steps, _ = self._posting(a, others, lambda h: self.comm.Bcast([bytearray(h), MPI.BYTE], root))
+            yield from steps
             return None
         self.comm.Bcast([raw, MPI.BYTE], root)
         fields = _HEADER.unpack(raw)
@@ -635,6 +679,68 @@ class _Node:
             return owner._run(lambda r: self.comm.Bcast(r, root), recvs=[buf])
         yield from self._pull(owner, fields, root, buf)
         return None
+
+    # -- collectives that move data only: every rank's buffers GPUArrays ----------
+
+    def all_gpu(self, *bufs):
+        """Collectively: True if on every rank the buffers given (None
+        skipped) are dense GPUArrays (a small allreduce on the duplicate)."""
+        mine = all(isinstance(_split(b)[0], pygpu.GPUArray) and _contiguous(_split(b)[0])
+                   for b in bufs if b is not None)
+        return self.priv.allreduce(mine, op=_mpi().LAND)
+
+    def _headers_to(self, root):
+        return lambda h: self.priv.gather(h, root=root)
+
+    def gather(self, owner, sendbuf, recvbuf, root):
+        """The steps of a Gather (sendbuf may be IN_PLACE on the root): each
+        rank's header gathered to the root (on the duplicate), then the root
+        pulls every rank's bytes into its part of recvbuf at once."""
+        if self.rank != root:
+            steps, _ = self._posting(_split(sendbuf)[0], [root], self._headers_to(root))
+            return [steps]
+        headers = self.priv.gather(None, root=root)
+        out = _bytes_of(_split(recvbuf)[0])
+        n = out.nbytes // self.comm.Get_size()
+        if sendbuf is not _mpi().IN_PLACE:
+            out[root * n:(root + 1) * n] = _bytes_of(_split(sendbuf)[0])
+        return [self._pull(owner, _HEADER.unpack(headers[r]), r, out[r * n:(r + 1) * n])
+                for r in range(self.comm.Get_size()) if r != root]
+
+    def scatter(self, owner, sendbuf, recvbuf, root):
+        """The steps of a Scatter (recvbuf may be IN_PLACE on the root): the
+        root sends each rank its part in turn, the header on the duplicate."""
+        size = self.comm.Get_size()
+        if self.rank != root:
+            raw = bytearray(_HEADER.size)
+            self.priv.Recv([raw, _mpi().BYTE], root, self.coll_tag)
+            return [self._pull(owner, _HEADER.unpack(raw), root, recvbuf)]
+        src = _bytes_of(_split(sendbuf)[0])
+        n = src.nbytes // size
+        if recvbuf is not _mpi().IN_PLACE:
+            _bytes_of(_split(recvbuf)[0])[...] = src[root * n:(root + 1) * n]
+
+        def turns():
+            for r in range(size):
+                if r != root:
+                    steps, _ = self._posting(src[r * n:(r + 1) * n], [r],
+                                             lambda h, r=r: self.priv.Send([h, _mpi().BYTE], r, self.coll_tag))
+                    yield from steps
+        return [turns()]
+
+    def allgather(self, owner, sendbuf, recvbuf):
+        """The steps of an Allgather (sendbuf may be IN_PLACE): every rank's
+        header to every rank, then each pushes its part to all the others
+        while it pulls theirs."""
+        size, me = self.comm.Get_size(), self.rank
+        out = _bytes_of(_split(recvbuf)[0])
+        n = out.nbytes // size
+        mine = out[me * n:(me + 1) * n]
+        if sendbuf is not _mpi().IN_PLACE:
+            mine[...] = _bytes_of(_split(sendbuf)[0])
+        push, headers = self._posting(mine, [r for r in range(size) if r != me], self.priv.allgather)
+        return [push] + [self._pull(owner, _HEADER.unpack(headers[r]), r, out[r * n:(r + 1) * n])
+                         for r in range(size) if r != me]
 
     # -- receiving ----------------------------------------------------------------
 
@@ -732,6 +838,11 @@ def _nbytes(buf):
         return memoryview(_split_host(buf)).nbytes
     except TypeError:
         return 0
+
+
+def _bytes_of(a):
+    """A dense GPUArray's bytes as a flat uint8 GPUArray (a view)."""
+    return a.reshape(-1, order="A").view(np.uint8)
 
 
 def _split_host(buf):

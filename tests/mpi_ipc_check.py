@@ -134,7 +134,69 @@ try:
 finally:
     pygpu.mpi._Node.opened = opened
 
-# a second Comm of the same communicator finds the first's setup; ipc=False stages
+# Gather, Scatter and Allgather device to device (every buffer a dense GPUArray), against
+# NumPy: parts below the threshold, at it, and of several pieces; the first and last roots; IN_PLACE;
+# a part of 2-D F-ordered arrays; and a host buffer on one rank (all ranks then stage)
+moved = [0]
+pull = pygpu.mpi._Node._pull
+
+
+def counted(self, *args):           # (counts the pulls: the device-to-device path taken)
+    moved[0] += 1
+    return pull(self, *args)
+
+
+pygpu.mpi._Node._pull = counted
+try:
+    for n in counts[:2] + counts[3:4]:      # (past the slots: the point-to-point checks above)
+        for root in sorted({0, size - 1}):
+            every = [data(n, r, salt=10 + root) for r in range(size)]
+            before = moved[0]
+            out = pygpu.zeros(size * n) if rank == root else None
+            comm.Gather(pygpu.to_gpu(every[rank]), out, root=root)
+            if rank == root:
+                assert np.array_equal(out.get(), np.concatenate(every)), ("Gather", n, root)
+            assert (moved[0] > before) == (n * 8 >= MIN and rank == root) or rank != root, ("Gather path", n)
+            part = pygpu.zeros(n)
+            whole = pygpu.to_gpu(np.concatenate(every)) if rank == root else None
+            comm.Scatter(whole, part, root=root)
+            assert np.array_equal(part.get(), every[rank]), ("Scatter", n, root)
+            if rank == root:        # IN_PLACE at the root, both ways
+                inplace = pygpu.to_gpu(np.concatenate(every))
+                comm.Scatter(inplace, pygpu.mpi.IN_PLACE, root=root)
+                comm.Gather(pygpu.mpi.IN_PLACE, inplace, root=root)
+                assert np.array_equal(inplace.get(), np.concatenate(every)), ("IN_PLACE", n, root)
+            else:
+                comm.Scatter(None, part, root=root)
+                comm.Gather(part, None, root=root)
+        everyone = pygpu.zeros(size * n)
+        comm.Allgather(pygpu.to_gpu(data(n, rank, salt=20)), everyone)
+        assert np.array_equal(everyone.get(), np.concatenate([data(n, r, salt=20) for r in range(size)])), n
+        whole = pygpu.zeros(size * n)
+        whole[rank * n:(rank + 1) * n] = pygpu.to_gpu(data(n, rank, salt=21))
+        comm.Allgather(pygpu.mpi.IN_PLACE, whole)
+        assert np.array_equal(whole.get(), np.concatenate([data(n, r, salt=21) for r in range(size)])), n
+    assert moved[0] > 0
+    # F-ordered 2-D parts: bytes in memory order, as MPI takes them
+    m = counts[3] // 3 + 1
+    fpart = pygpu.to_gpu(np.asfortranarray(data(3 * m, rank, salt=22).reshape(3, m)))
+    fall = pygpu.zeros(size * 3 * m)
+    comm.Allgather(fpart, fall)
+    expect = np.concatenate([np.asfortranarray(data(3 * m, r, salt=22).reshape(3, m)).ravel(order="K")
+                             for r in range(size)])
+    assert np.array_equal(fall.get(), expect)
+    # a host buffer on one rank: everyone stages, the data are the same
+    n = counts[3]
+    before = moved[0]
+    mine = data(n, rank, salt=23)
+    out = pygpu.zeros(size * n)
+    comm.Allgather(mine if rank == 0 else pygpu.to_gpu(mine), out)
+    assert np.array_equal(out.get(), np.concatenate([data(n, r, salt=23) for r in range(size)]))
+    assert moved[0] == before
+finally:
+    pygpu.mpi._Node._pull = pull
+
+# a second Comm of the same communicator finds the first's setup; ipc=False stages# a second Comm of the same communicator finds the first's setup; ipc=False stages
 assert pygpu.mpi.Comm(world, cuda_aware=aware)._ipc is comm._ipc
 plain_comm = pygpu.mpi.Comm(world, cuda_aware=False, ipc=False)
 assert plain_comm._ipc is None and "device to device" not in repr(plain_comm)
