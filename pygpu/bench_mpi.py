@@ -1,6 +1,6 @@
 """MPI ping-pong between two ranks of one node, one GPU each.
 
-    mpirun -np 2 python -m pygpu.bench_mpi [--quick]
+    mpirun -np 2 python -m pygpu.bench_mpi [--quick] [--sizes 1M 16M ...]
 
 Rank 0 sends a GPUArray to rank 1, which sends it back; the rate is the
 bytes moved both ways over the round trip's time (median of several).
@@ -17,7 +17,10 @@ Rows, 1 MiB to 1 GiB:
   process (rank 0), peer access on;
 - ``MPI host``: MPI's own ping-pong of page-locked NumPy arrays, the floor
   under the staged row (which adds the copies down and up to it);
-- pinned down and up on rank 0's device: the ceiling of the staged row.
+- pinned down and up on rank 0's device: the ceiling of the staged row;
+
+then an ``Allgather`` of the same sizes a rank, device to device and
+staged (the bytes each rank receives over the call's time).
 
 Every received array is checked bit for bit.  Prints one table on rank 0.
 """
@@ -42,10 +45,13 @@ def main(argv=None):
         raise SystemExit("pygpu.bench_mpi: run it with 2 ranks (mpirun -np 2 python -m pygpu.bench_mpi)")
     rank, other = world.rank, 1 - world.rank
     quick = "--quick" in argv
+    sizes = [1 << 20, 16 << 20, 64 << 20, 256 << 20] + ([] if quick else [1 << 30])
+    if "--sizes" in argv:
+        from pygpu.bench import parse_size
+        sizes = [parse_size(s) for s in argv[argv.index("--sizes") + 1:] if not s.startswith("--")]
     dev = pygpu.mpi.select_device(world)
     ipc = pygpu.mpi.Comm(world, cuda_aware=False)
     staged = pygpu.mpi.Comm(world, cuda_aware=False, ipc=False)
-    sizes = [1 << 20, 16 << 20, 64 << 20, 256 << 20] + ([] if quick else [1 << 30])
     try:
         import cupy
         cupy.cuda.Device(int(dev)).use()
@@ -105,8 +111,23 @@ def main(argv=None):
             if not np.array_equal(cupy.asnumpy(got["x"]), theirs):
                 raise SystemExit(f"pygpu.bench_mpi: rank {rank} received wrong data (CuPy, {n} bytes)")
             row["cupy"] = 2 * n / t / 1e9
+        # Allgather of n bytes a rank (each receives the other's n), device to device and staged
+        both = pygpu.empty(2 * count, np.int64)
+        for name, comm in (("ipc", ipc), ("staged", staged)):
+            times = []
+            for _ in range(rounds(n) + 2):
+                both.fill(0)
+                world.Barrier()
+                t0 = time.perf_counter()
+                comm.Allgather(a, both)
+                times.append(time.perf_counter() - t0)
+            got = both.get()
+            if not (np.array_equal(got[rank * count:(rank + 1) * count], mine)
+                    and np.array_equal(got[other * count:(other + 1) * count], theirs)):
+                raise SystemExit(f"pygpu.bench_mpi: rank {rank} gathered wrong data ({name}, {n} bytes)")
+            row["allgather " + name] = n / _median(times[2:]) / 1e9
         table.append(row)
-        del a, b
+        del a, b, both
 
     if rank != 0:
         world.Barrier()
@@ -159,6 +180,13 @@ def main(argv=None):
         line += f" {row['peer']:10.1f}" if row["peer"] else f" {'-':>10}"
         line += f" {row['down']:12.1f} {row['up']:10.1f}"
         print(line, flush=True)
+    print("Allgather, 2 ranks: GB/s each rank received (the other's part) over the call's time; "
+          "device to device (ratio to the peer copy), staged")
+    for row in table:
+        n = row["bytes"]
+        size = f"{n >> 20} MiB" if n < (1 << 30) else f"{n >> 30} GiB"
+        ratio = f" ({row['allgather ipc'] / row['peer']:.2f})" if row["peer"] else ""
+        print(f"{size:>9} {row['allgather ipc']:10.1f}{ratio:<8} {row['allgather staged']:8.1f}", flush=True)
     return 0
 
 
