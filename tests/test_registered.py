@@ -160,3 +160,42 @@ def test_a_forked_child_reads_a_registered_array_whole(limit):
     pygpu.to_gpu(x)
     np.testing.assert_array_equal(pygpu.to_gpu(x).get(), x)
     assert stats()["registered"] >= made
+
+
+def test_threads_meeting_shared_and_own_buffers_under_a_tight_limit(limit, rng):
+    """Four threads move their own and shared buffers up and down while the
+    limit (two buffers) makes registrations come and go: every result is
+    NumPy's, nothing a copy uses is let go under it, and the bookkeeping
+    ends within the limit with every buffer accounted for."""
+    import threading
+    pygpu.transfer_config(register_limit=2 * BIG + 2 * MiB)
+    shared = [np.full(BIG, k + 1, np.uint8) for k in range(2)]
+    errors = []
+
+    def work(seed):
+        r = np.random.default_rng(seed)
+        own = np.full(BIG, 10 + seed, np.uint8)
+        try:
+            for _ in range(6):
+                a = shared[r.integers(2)] if r.random() < 0.5 else own
+                g = pygpu.to_gpu(a)
+                back = np.empty_like(a)
+                g.get(ary=back)
+                if not np.array_equal(back, a):
+                    errors.append(("round trip", seed))
+                if a is own:                    # (met again, downwards)
+                    g.get(ary=own)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    s = stats()
+    assert s["bytes"] <= s["limit"] and s["buffers"] <= 2
+    assert s["registered"] - s["released"] == s["buffers"]      # (each one made is held or was let go)
+    pygpu.transfer_config(register_limit=0)
+    assert stats()["buffers"] == 0 and stats()["bytes"] == 0
