@@ -56,8 +56,10 @@ Three ways a GPUArray reaches MPI:
   it; asked of all ranks by a small allreduce): the headers on the
   duplicate, then the pieces pulled over the links (the root pulls every
   rank's part at once; a Scatter's root sends them in turn).  The
-  reductions (``Reduce``, ``Allreduce``: PyGPU has no kernels for them) and
-  ``Alltoall``, and ranks on other nodes, are staged.
+  reductions (``Reduce``, ``Allreduce``: PyGPU has no kernels for them),
+  and ranks on other nodes, are staged; so is an ``Alltoall`` ``IN_PLACE``
+  (a dense one goes device to device, each rank sending its parts in
+  turn while it pulls the others').
 
 ``cuda_aware()`` says which holds: ``PYGPU_MPI_CUDA_AWARE=1`` or ``0`` decides;
 else the MPI library is asked (``MPIX_Query_cuda_support``, which Open MPI
@@ -437,6 +439,9 @@ class Comm:
         return self._reduce_like(self.comm.Allgather, sendbuf, recvbuf)
 
     def Alltoall(self, sendbuf, recvbuf):
+        if not self._in_place(sendbuf) and self._by_ipc_collective(_nbytes(sendbuf) // self.comm.Get_size(),
+                                                                   sendbuf, recvbuf):
+            return _drive(*self._ipc.alltoall(self, sendbuf, recvbuf))
         return self._reduce_like(self.comm.Alltoall, sendbuf, recvbuf)
 
 
@@ -741,6 +746,30 @@ class _Node:
         push, headers = self._posting(mine, [r for r in range(size) if r != me], self.priv.allgather)
         return [push] + [self._pull(owner, _HEADER.unpack(headers[r]), r, out[r * n:(r + 1) * n])
                          for r in range(size) if r != me]
+
+    def alltoall(self, owner, sendbuf, recvbuf):
+        """The steps of an Alltoall: each rank sends the others their parts
+        in turn (to the next rank first, so that not all start with the
+        same), each header on the duplicate, while it pulls the parts sent
+        to it as their headers come."""
+        size, me = self.comm.Get_size(), self.rank
+        src, out = _bytes_of(_split(sendbuf)[0]), _bytes_of(_split(recvbuf)[0])
+        n = src.nbytes // size
+        out[me * n:(me + 1) * n] = src[me * n:(me + 1) * n]
+
+        def turns():
+            for k in range(1, size):
+                d = (me + k) % size
+                steps, _ = self._posting(src[d * n:(d + 1) * n], [d],
+                                         lambda h, d=d: self.priv.Send([h, _mpi().BYTE], d, self.coll_tag))
+                yield from steps
+
+        def from_(s):
+            raw = bytearray(_HEADER.size)
+            yield self.priv.Irecv([raw, _mpi().BYTE], s, self.coll_tag)
+            yield from self._pull(owner, _HEADER.unpack(raw), s, out[s * n:(s + 1) * n])
+
+        return [turns()] + [from_(s) for s in range(size) if s != me]
 
     # -- receiving ----------------------------------------------------------------
 

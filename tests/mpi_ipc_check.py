@@ -134,7 +134,7 @@ try:
 finally:
     pygpu.mpi._Node.opened = opened
 
-# Gather, Scatter and Allgather device to device (every buffer a dense GPUArray), against
+# Gather, Scatter, Allgather and Alltoall device to device (every buffer a dense GPUArray), against
 # NumPy: parts below the threshold, at it, and of several pieces; the first and last roots; IN_PLACE;
 # a part of 2-D F-ordered arrays; and a host buffer on one rank (all ranks then stage)
 moved = [0]
@@ -176,6 +176,13 @@ try:
         whole[rank * n:(rank + 1) * n] = pygpu.to_gpu(data(n, rank, salt=21))
         comm.Allgather(pygpu.mpi.IN_PLACE, whole)
         assert np.array_equal(whole.get(), np.concatenate([data(n, r, salt=21) for r in range(size)])), n
+        # Alltoall: rank r's part for rank d is data(n, r, d); everyone checks what it got
+        sends = pygpu.to_gpu(np.concatenate([data(n, rank, salt=30 + d) for d in range(size)]))
+        got = pygpu.zeros(size * n)
+        before = moved[0]
+        comm.Alltoall(sends, got)
+        assert np.array_equal(got.get(), np.concatenate([data(n, r, salt=30 + rank) for r in range(size)])), n
+        assert moved[0] - before == (size - 1 if n * 8 >= MIN else 0), ("Alltoall path", n)
     assert moved[0] > 0
     # F-ordered 2-D parts: bytes in memory order, as MPI takes them
     m = counts[3] // 3 + 1
