@@ -30,7 +30,8 @@ Three ways a GPUArray reaches MPI:
   when MPI returns.  Nothing else changes for the caller.  The page-locked
   buffers are kept for the next message (a few a thread, each as large as
   the largest message it carried: locking memory and MPI's registration
-  of it cost more than the copies); ``free_staging()`` lets them go.  The non-blocking calls (``Isend``, ``Irecv``...) are not
+  of it cost more than the copies); ``free_staging()`` lets them go.  The
+  non-blocking calls (``Isend``, ``Irecv``...) are not
   wrapped in this mode: their buffers would have to outlive the call.
 
 * **device to device** between ranks of one node when MPI is not CUDA-aware
@@ -50,16 +51,16 @@ Three ways a GPUArray reaches MPI:
   communicator constructors are; ``Comm(comm, ipc=False)`` is not, and
   stages as before.  A receiver that cannot map the sender's mailbox (another
   container, devices that cannot reach each other) has the data staged.
-  ``Gather``, ``Scatter`` and ``Allgather`` go the same way where every rank
-  shares the node, each rank's part is ``ipc_min_bytes`` or more, and every
+  ``Gather``, ``Scatter``, ``Allgather`` and ``Alltoall`` go the same way
+  where every rank shares the node, each rank's part is ``ipc_min_bytes``
+  or more, and every
   buffer is a dense GPUArray on every rank (``IN_PLACE`` where MPI allows
   it; asked of all ranks by a small allreduce): the headers on the
   duplicate, then the pieces pulled over the links (the root pulls every
-  rank's part at once; a Scatter's root sends them in turn).  The
-  reductions (``Reduce``, ``Allreduce``: PyGPU has no kernels for them),
-  and ranks on other nodes, are staged; so is an ``Alltoall`` ``IN_PLACE``
-  (a dense one goes device to device, each rank sending its parts in
-  turn while it pulls the others').
+  rank's part at once; a Scatter's root, and each rank of an Alltoall,
+  sends its parts in turn).  The reductions (``Reduce``, ``Allreduce``:
+  PyGPU has no kernels for them), an ``Alltoall`` ``IN_PLACE``, and ranks
+  on other nodes, are staged.
 
 ``cuda_aware()`` says which holds: ``PYGPU_MPI_CUDA_AWARE=1`` or ``0`` decides;
 else the MPI library is asked (``MPIX_Query_cuda_support``, which Open MPI
@@ -404,7 +405,7 @@ class Comm:
         return self._reduce_like(self.comm.Allreduce, sendbuf, recvbuf, op)
 
     def _by_ipc_collective(self, part_bytes, *bufs):
-        """True if a Gather, Scatter or Allgather of `part_bytes` a rank goes
+        """True if a Gather, Scatter, Allgather or Alltoall of `part_bytes` a rank goes
         device to device: every rank shares the node, the part is
         ipc_min_bytes or more (the same on every rank), and (asked of all)
         every buffer given is a dense GPUArray."""
@@ -462,10 +463,54 @@ def _node_name():
     return f"{socket.gethostname()}/{boot}"
 
 
+class _Held:
+    """A mailbox's lock held by steps that give it back when they end (or
+    fail), and also when they are closed or collected before they ever ran
+    (a generator that never started runs no `finally`)."""
+
+    def __init__(self, lock):
+        self.lock, self.held = lock, True
+
+    def release(self):
+        if self.held:
+            self.held = False
+            self.lock.release()
+
+    def of(self, gen):
+        held = self
+
+        class Steps:
+            def __iter__(self):
+                return self
+
+            def __next__(self):
+                return next(gen)
+
+            def close(self):
+                gen.close()
+                held.release()
+
+            def __del__(self):
+                held.release()
+        return Steps()
+
+
 def _drive(*steps):
     """Run generators of MPI requests to the end, together: each yields a
     request to wait for, or None to be asked again (polling).  The last
-    one's return value."""
+    one's return value.  If one raises, all are closed (so that what they
+    hold goes back) and the error propagates."""
+    try:
+        return _drive_all(steps)
+    except BaseException:
+        for s in steps:
+            close = getattr(s, "close", None)
+            if close is not None:
+                close()
+        raise
+
+
+def _drive_all(steps):
     results = [None] * len(steps)
     live = {}                       # index -> what it waits for
 
@@ -641,11 +686,12 @@ class _Node:
         src = a if _contiguous(a) else a.copy()
         box = self.mailbox()
         box.lock.acquire()
+        held = _Held(box.lock)
         try:
             x, piece, pieces, header = self._plan(box, src.nbytes)
             said = announce(header)
         except BaseException:
-            box.lock.release()
+            held.release()
             raise
 
         def steps():
@@ -653,9 +699,9 @@ class _Node:
             try:
                 yield from self._push(src, dests, box, x, piece, pieces, answers)
             finally:
-                box.lock.release()
+                held.release()
             yield from self._staged(src, answers, x)
-        return steps(), said
+        return held.of(steps()), said
 
     def send(self, a, dest, tag):
         """Steps of a send of GPUArray `a` to `dest` through this rank's mailbox."""

@@ -143,6 +143,52 @@ def test_staged_messages_reuse_their_page_locked_buffers(rng):
     assert kept() == []
 
 
+def test_a_mailbox_held_by_steps_goes_back_however_they_end():
+    """The steps of a push hold their mailbox's lock: it goes back when they
+    end, when they fail, when a driver closes them because another failed,
+    and when they are dropped before they ever ran (no `finally` runs then)."""
+    import gc
+    import threading
+    lock = threading.Lock()
+
+    def push(fail=False):
+        assert lock.acquire(timeout=5), "the lock was not given back"
+        held = pygpu.mpi._Held(lock)
+
+        def steps():
+            try:
+                yield None
+                if fail:
+                    raise RuntimeError("a copy failed")
+            finally:
+                held.release()
+        return held.of(steps())
+
+    pygpu.mpi._drive(push())                    # to the end
+    assert not lock.locked()
+    with pytest.raises(RuntimeError, match="a copy failed"):
+        pygpu.mpi._drive(push(fail=True))
+    assert not lock.locked()
+
+    def other():
+        yield None
+        raise ValueError("another step failed")
+    with pytest.raises(ValueError):            # the push closed by the driver part way
+        pygpu.mpi._drive(push(), other())
+    assert not lock.locked()
+
+    def first():
+        raise ValueError("failed before the push ran")
+        yield                                   # noqa: unreachable (a generator)
+    with pytest.raises(ValueError):            # the push never started
+        pygpu.mpi._drive(first(), push())
+    assert not lock.locked()
+    steps = push()
+    del steps                                   # dropped unstarted
+    gc.collect()
+    assert not lock.locked()
+
+
 def test_cuda_aware_setting(monkeypatch):
     monkeypatch.setenv("PYGPU_MPI_CUDA_AWARE", "0")
     assert pygpu.mpi.cuda_aware() is False
