@@ -51,6 +51,8 @@ def test_a_buffer_met_twice_is_registered_and_its_views_share_it(limit, rng):
     np.testing.assert_array_equal(pygpu.to_gpu(x).get(), x)
     s = stats()
     assert s["buffers"] == 1 and s["registered"] == made + 1 and s["bytes"] >= x.nbytes
+    if pygpu.backend != "host":                         # (the runtime itself says so: copies DMA from it)
+        assert pygpu.is_pinned(x) and pygpu.is_pinned(x[::2])
     assert s["bytes"] % os.sysconf("SC_PAGESIZE") == 0 and s["bytes"] <= s["limit"]
     # its views, either way, and get into it: the same registration, NumPy's data
     for view in (x[::2], x[:, 3:], x[1:-1, ::-3], x.T):
@@ -75,7 +77,10 @@ def test_the_owner_collected_lets_its_registration_go(limit):
     pygpu.to_gpu(x)
     assert stats()["buffers"] == 1
     released = stats()["released"]
-    del x
+    view = x[1:]
+    if pygpu.backend != "host":
+        assert pygpu.is_pinned(view)
+    del x, view
     gc.collect()
     assert stats()["buffers"] == 0 and stats()["bytes"] == 0 and stats()["released"] == released + 1
 
@@ -111,6 +116,8 @@ def test_the_limit_lets_the_least_recently_used_go(limit):
     pygpu.to_gpu(arrays[0])
     pygpu.to_gpu(arrays[0])                            # 0 again: 3 goes
     assert stats()["buffers"] == 2
+    if pygpu.backend != "host":                         # (the runtime agrees: 3 unregistered, 0 and 2 not)
+        assert not pygpu.is_pinned(arrays[3]) and pygpu.is_pinned(arrays[2]) and pygpu.is_pinned(arrays[0])
     arrays[3].resize(4 * MiB, refcheck=False)          # let go: no reference left to it
     with pytest.raises(ValueError):
         arrays[2].resize(4 * MiB, refcheck=False)      # held
