@@ -131,7 +131,7 @@ PyObject *pygpu_memory_new(pygpu_state *st, size_t nbytes, PyObject *stream, con
         goto done;
     }
     /* (memory allocated by a capture is the graph's, valid only while it runs) */
-    if (pygpu_capture_refuse(st, h, "An allocation", "Allocate the arrays before the capture begins: work on "
+    if (pygpu_capture_refuse(st, h, 0, "An allocation", "Allocate the arrays before the capture begins: work on "
                              "them joins it.") < 0)
         goto done;
     m = (PyGPUMemory *)st->Memory->tp_alloc(st->Memory, 0);
@@ -503,16 +503,6 @@ static PyObject *copy_dtod(PyObject *mod, PyObject *args, PyObject *kwds, int as
     Py_RETURN_NONE;
 }
 
-/* 0 if `fn` may run on stream s: not captured, or captured and `async`
- * (its work joins the capture); else -1 with the GPUError that says why
- * (the plain forms wait for the stream). */
-static int capture_allows(pygpu_state *st, pygpu_stream_t s, int async, const char *fn, const char *instead)
-{
-    int how = pygpu_stream_capturing(s);
-    return how == PYGPU_CAPTURE_NONE || (how == PYGPU_CAPTURE_ACTIVE && async)
-               ? 0 : pygpu_capture_refused(st, s, how, fn, instead);
-}
-
 /* cudaMemcpyPeer itself: no planning, no device switch. */
 static PyObject *copy_peer(PyObject *mod, PyObject *args, PyObject *kwds, int async)
 {
@@ -531,7 +521,7 @@ static PyObject *copy_peer(PyObject *mod, PyObject *args, PyObject *kwds, int as
         pygpu_size_arg(n_obj, "nbytes", &n) < 0 || pygpu_device_arg(st, ddev_obj, "dest_device", &ddev) < 0 ||
         pygpu_device_arg(st, sdev_obj, "src_device", &sdev) < 0 || pygpu_stream_arg(st, stream, &s) < 0 ||
         fits(fn, "destination", n, dsize) < 0 || fits(fn, "source", n, ssize) < 0 ||
-        capture_allows(st, s, async, fn, "Use memcpy_peer_async: it joins the capture.") < 0)
+        pygpu_capture_refuse(st, s, async, fn, "Use memcpy_peer_async: it joins the capture.") < 0)
         return NULL;
     if (n) {
         Py_BEGIN_ALLOW_THREADS
@@ -566,7 +556,7 @@ static PyObject *fill_d8(PyObject *mod, PyObject *args, PyObject *kwds, int asyn
         return PyErr_Format(PyExc_ValueError, "device address 0 is null: %zu bytes cannot be set there", n);
     if (dev >= 0 && pygpu_device_enter(st, dev, &prev) < 0)
         return NULL;
-    if (capture_allows(st, s, async, fn, "Use memset_d8_async: it joins the capture.") < 0) {
+    if (pygpu_capture_refuse(st, s, async, fn, "Use memset_d8_async: it joins the capture.") < 0) {
         if (prev >= 0 && pygpu_rt_set_device(prev) != 0)
             (void)pygpu_rt_get_last_error();
         return NULL;

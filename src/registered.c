@@ -107,6 +107,18 @@ static PyObject *owner_gone(PyObject *self, PyObject *wr)
 
 static PyMethodDef gone_def = {"_registered_owner_gone", owner_gone, METH_O, NULL};
 
+/* A weak reference to `own` whose callback lets its slots go; NULL (no
+ * error set) for an owner without weak references, or no memory. */
+static PyObject *weakly(PyArrayObject *own)
+{
+    PyObject *wr = NULL;
+    if (gone_cb || (gone_cb = PyCFunction_New(&gone_def, NULL)))
+        wr = PyWeakref_NewRef((PyObject *)own, gone_cb);
+    if (!wr)
+        PyErr_Clear();
+    return wr;
+}
+
 /* The NumPy array that owns the memory `arr` views, or NULL (borrowed). */
 static PyArrayObject *owner_of(PyObject *arr)
 {
@@ -172,11 +184,9 @@ static int register_owner(PyArrayObject *own, const char *data, size_t nbytes, s
             return 0;
         i = lru;
     }
-    if (!gone_cb && !(gone_cb = PyCFunction_New(&gone_def, NULL)))
-        goto fail;
     slot *r = &regs[i];
-    if (!(r->wr = PyWeakref_NewRef((PyObject *)own, gone_cb)))
-        goto fail;
+    if (!(r->wr = weakly(own)))
+        return 0;               /* (an owner without weak references, or no memory: staged as before) */
     *r = (slot){r->wr, start, len, data, nbytes, ++tick, 0, 1, 0};
     held += len;
     pygpu_status s;
@@ -193,9 +203,6 @@ static int register_owner(PyArrayObject *own, const char *data, size_t nbytes, s
     }
     made++;
     return i + 1;
-fail:
-    PyErr_Clear();              /* (an owner without weak references, or no memory: staged as before) */
-    return 0;
 }
 
 int pygpu_registered_prepare(PyObject *arr, const void *p, size_t n)
@@ -243,13 +250,7 @@ int pygpu_registered_prepare(PyObject *arr, const void *p, size_t n)
         free_j = (int)(tick % PYGPU_REGISTER_SEEN);
         tick++;
     }
-    if (!gone_cb && !(gone_cb = PyCFunction_New(&gone_def, NULL))) {
-        PyErr_Clear();
-        return 0;
-    }
-    Py_CLEAR(seen[free_j].wr);
-    if (!(seen[free_j].wr = PyWeakref_NewRef((PyObject *)own, gone_cb)))
-        PyErr_Clear();
+    Py_XSETREF(seen[free_j].wr, weakly(own));
     seen[free_j].data = data;
     seen[free_j].nbytes = nbytes;
     return 0;

@@ -279,7 +279,7 @@ static PyObject *stream_synchronize(PyObject *self, PyObject *unused)
     pygpu_stream_t h = ((PyGPUStream *)self)->handle;
     pygpu_status s;
     if (!st || pygpu_fork_check(st) < 0 ||
-        pygpu_capture_refuse(st, h, "Stream.synchronize()", "Synchronize after the capture has ended.") < 0)
+        pygpu_capture_refuse(st, h, 0, "Stream.synchronize()", "Synchronize after the capture has ended.") < 0)
         return NULL;
     Py_BEGIN_ALLOW_THREADS
     s = pygpu_rt_stream_synchronize(h);
@@ -528,9 +528,12 @@ int pygpu_capture_refused(pygpu_state *st, pygpu_stream_t s, int how, const char
     return -1;
 }
 
-int pygpu_capture_refuse(pygpu_state *st, pygpu_stream_t s, const char *what, const char *instead)
+int pygpu_capture_refuse(pygpu_state *st, pygpu_stream_t s, int joins, const char *what, const char *instead)
 {
-    return pygpu_capture_refused(st, s, pygpu_stream_capturing(s), what, instead);
+    int how = pygpu_stream_capturing(s);
+    if (how == PYGPU_CAPTURE_NONE || (how == PYGPU_CAPTURE_ACTIVE && joins))
+        return how;
+    return pygpu_capture_refused(st, s, how, what, instead);
 }
 
 int pygpu_stream_order(pygpu_state *st, int dev, pygpu_stream_t from, pygpu_stream_t to)

@@ -62,11 +62,13 @@ int pygpu_stream_order(pygpu_state *st, int dev, pygpu_stream_t from, pygpu_stre
  * cannot say. */
 int pygpu_stream_capturing(pygpu_stream_t s);
 
-/* 0 if stream s of the current device is not being captured; else -1
- * with GPUError saying that `what` cannot join the capture (before
- * anything touched the stream, so that the capture stays valid) and what
- * to do instead (`instead`, a sentence, or NULL). */
-int pygpu_capture_refuse(pygpu_state *st, pygpu_stream_t s, const char *what, const char *instead);
+/* The capture state of stream s of the current device where `what` may go
+ * on it: PYGPU_CAPTURE_NONE, or PYGPU_CAPTURE_ACTIVE where `joins` (work
+ * that a capture records correctly); else -1 with GPUError saying that
+ * `what` cannot join the capture (before anything touched the stream, so
+ * that the capture stays valid) and what to do instead (`instead`, a
+ * sentence, or NULL). */
+int pygpu_capture_refuse(pygpu_state *st, pygpu_stream_t s, int joins, const char *what, const char *instead);
 /* The same for a capture state `how` already asked. */
 int pygpu_capture_refused(pygpu_state *st, pygpu_stream_t s, int how, const char *what, const char *instead);
 

@@ -82,47 +82,43 @@ int pygpu_kernels_usable(pygpu_state *st, int dev)
     return k == 0;
 }
 
-/* 1 if the host side `host` of a copy whose device side is `dev` is
- * page-locked and laid out as the device side's elements in their order
- * (so that the copy is the runtime's copies and PyGPU's kernels on the
- * stream, and nothing on the host after them). */
-static int host_side_streams(pygpu_side host, pygpu_side dev, int nd, const ptrdiff_t *shape, ptrdiff_t itemsize)
+/* 1 if the host side `host` of a copy whose device side is `dev` is laid
+ * out as the device side's elements in their order, with no axis reversed
+ * (page-locked, the copy is then the runtime's copies and PyGPU's kernels
+ * on the stream, and nothing on the host after them). */
+static int host_side_follows(pygpu_side host, pygpu_side dev, int nd, const ptrdiff_t *shape, ptrdiff_t itemsize)
 {
-    int pinned = 0;
     pygpu_pair p;
     for (int i = 0; i < nd; i++)
         if (shape[i] > 1 && host.strides[i] < 0)
             return 0;
-    if (pygpu_rt_host_is_pinned(host.ptr, &pinned) != 0) {
-        (void)pygpu_rt_get_last_error();
-        return 0;
-    }
     pygpu_pair_init(&p, nd, shape, dev.strides, host.strides);
     pygpu_pair_simplify(&p, 0);
-    return pinned && (p.nd < 0 || pygpu_pair_is_dense(&p, 1, itemsize));
+    return p.nd < 0 || pygpu_pair_is_dense(&p, 1, itemsize);
 }
 
 /* Whether a copy on stream s, which a graph capture records (`how`), can
  * join the capture: copies on one device can, and asynchronous ones
  * between the device and page-locked host memory laid out as the device
- * side (host_side_streams); 0 if so, else -1 with the GPUError that says
+ * side (host_side_follows); 0 if so, else -1 with the GPUError that says
  * why (before anything was queued). */
 static int capture_join(pygpu_state *st, pygpu_stream_t s, int how, pygpu_side dst, pygpu_side src, int nd,
                         const ptrdiff_t *shape, ptrdiff_t itemsize, int async, int cross)
 {
-    int down = src.on_device && !dst.on_device;
+    int down = src.on_device && !dst.on_device, pinned = 0;
     pygpu_side host = down ? dst : src, dev = down ? src : dst;
-    if (how == PYGPU_CAPTURE_ACTIVE && !cross &&
-        ((dst.on_device && src.on_device) || (async && host_side_streams(host, dev, nd, shape, itemsize))))
+    if (how == PYGPU_CAPTURE_ACTIVE && !cross && dst.on_device && src.on_device)
         return 0;
     if (cross)
         return pygpu_capture_refused(st, s, how, "A copy between two devices",
                                      "Copy between the devices before or after the capture.");
     if (dst.on_device && src.on_device)
         return pygpu_capture_refused(st, s, how, "A copy on the device", NULL);
-    int pinned = 0;
     if (pygpu_rt_host_is_pinned(host.ptr, &pinned) != 0)
         (void)pygpu_rt_get_last_error();
+    int follows = host_side_follows(host, dev, nd, shape, itemsize);
+    if (how == PYGPU_CAPTURE_ACTIVE && async && pinned && follows)
+        return 0;
     if (!pinned)
         return pygpu_capture_refused(st, s, how, down ? "A copy into pageable host memory"
                                                       : "A copy from pageable host memory",
@@ -195,21 +191,6 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
 
 /* ---- casts ------------------------------------------------------------------ */
 
-/* The capture state of stream s (0: none, 1: a capture that device work
- * joins), or -1 with GPUError where work on s would break a capture (the
- * legacy stream under one, an invalidated one), the device put back to
- * `prev` (>= 0). */
-static int refuse_broken_capture(pygpu_state *st, pygpu_stream_t s, const char *what, int prev)
-{
-    int how = pygpu_stream_capturing(s);
-    if (how == PYGPU_CAPTURE_NONE || how == PYGPU_CAPTURE_ACTIVE)
-        return how;
-    (void)pygpu_capture_refused(st, s, how, what, NULL);
-    if (prev >= 0 && pygpu_rt_set_device(prev) != 0)
-        (void)pygpu_rt_get_last_error();
-    return -1;
-}
-
 int pygpu_cast(pygpu_state *st, pygpu_side dst, int dtype, pygpu_side src, int stype, int nd, const ptrdiff_t *shape,
                pygpu_stream_t s)
 {
@@ -227,8 +208,11 @@ int pygpu_cast(pygpu_state *st, pygpu_side dst, int dtype, pygpu_side src, int s
     ptrdiff_t n = pair_size(&p), dsize = pk_itemsize(dtype), ssize = pk_itemsize(stype);
     if (dst.device >= 0 && pygpu_device_enter(st, dst.device, &prev) < 0)
         return -1;
-    if (refuse_broken_capture(st, s, "A cast", prev) < 0)
+    if (pygpu_capture_refuse(st, s, 1, "A cast", NULL) < 0) {
+        if (prev >= 0 && pygpu_rt_set_device(prev) != 0)
+            (void)pygpu_rt_get_last_error();
         return -1;
+    }
     Py_BEGIN_ALLOW_THREADS
     if (cp_kernels_usable(&c)) {
         done = 1;
@@ -338,8 +322,11 @@ int pygpu_fill(pygpu_state *st, pygpu_side dst, int nd, const ptrdiff_t *shape, 
     int prev = -1, captured, refused = 0;
     if (dst.device >= 0 && pygpu_device_enter(st, dst.device, &prev) < 0)
         return -1;
-    if ((captured = refuse_broken_capture(st, s, "A fill", prev)) < 0)
+    if ((captured = pygpu_capture_refuse(st, s, 1, "A fill", NULL)) < 0) {
+        if (prev >= 0 && pygpu_rt_set_device(prev) != 0)
+            (void)pygpu_rt_get_last_error();
         return -1;
+    }
     Py_BEGIN_ALLOW_THREADS
     if (uniform && pygpu_pair_is_dense(&p, 0, itemsize))
         r = blame(&c, pygpu_rt_memset_async(d, ((const unsigned char *)value)[0], (size_t)(pair_size(&p) * itemsize),
