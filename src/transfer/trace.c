@@ -31,7 +31,7 @@ typedef struct {
     int chunk;
     size_t bytes;
     long long t;
-    int parts, cpus;            /* 'c': the host copy's parts, on how many CPUs */
+    int parts, threads, cpus;   /* 'c': the host copy's parts, on how many threads and CPUs */
     long long first, last, end; /* their first and last start, their last end */
 } trace_event;
 
@@ -43,6 +43,7 @@ static struct {
 } trace;
 static long long part_t[MAX_PARTS][2];  /* when each part of the last job started and ended */
 static int part_cpu[MAX_PARTS];
+static pthread_t part_thread[MAX_PARTS];        /* (a thread may move between CPUs mid-part) */
 static int part_n;              /* the last job's parts */
 static pygpu_event_t dma[PYGPU_TRACE_DMA_MAX + 1];
 static int dma_n;
@@ -88,8 +89,10 @@ void pygpu_trace_part(int k, int n, int end)
     part_n = n;
     if (k < MAX_PARTS) {
         part_t[k][end] = now_ns();
-        if (!end)
+        if (!end) {
             part_cpu[k] = sched_getcpu();
+            part_thread[k] = pthread_self();
+        }
     }
 }
 
@@ -105,6 +108,10 @@ static void note_parts(trace_event *v)
         v->end = part_t[k][1] > v->end ? part_t[k][1] : v->end;
         if (part_cpu[k] >= 0 && part_cpu[k] < 1024 && !seen[part_cpu[k]]++)
             v->cpus++;
+        int before = 0;
+        for (int j = 0; j < k && !before; j++)
+            before = pthread_equal(part_thread[j], part_thread[k]);
+        v->threads += !before;
     }
 }
 
@@ -139,7 +146,7 @@ static void blame(char what, int chunk, size_t bytes)
         trace.t0 = now_ns();
     }
     if (trace.n < TRACE_MAX) {
-        trace_event v = {what, chunk, bytes, now_ns(), 0, 0, 0, 0, 0};
+        trace_event v = {.what = what, .chunk = chunk, .bytes = bytes, .t = now_ns()};
         if (what == 'c')
             note_parts(&v);
         trace.ev[trace.n++] = v;
@@ -230,7 +237,8 @@ void pygpu_trace_done(void)
             if (v->bytes)
                 fprintf(stderr, "[%zuK]", v->bytes >> 10);
             if (v->parts)
-                fprintf(stderr, "{%d parts on %d cpus: starts %.1f..%.1f, last end %.1f}", v->parts, v->cpus,
+                fprintf(stderr, "{%d parts on %d threads, %d cpus: starts %.1f..%.1f, last end %.1f}", v->parts,
+                        v->threads, v->cpus,
                         (double)(v->first - trace.t0) / 1e3, (double)(v->last - trace.t0) / 1e3,
                         (double)(v->end - trace.t0) / 1e3);
         }
