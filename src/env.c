@@ -75,6 +75,9 @@ static void read_env(void)
     s = getenv("PYGPU_PINNED_LIMIT");
     env.pinned_limit_set = s && *s;
     env.pinned_limit = pygpu_parse_bytes(s);
+    s = getenv("PYGPU_REGISTER_LIMIT");
+    env.register_limit_set = s && *s;
+    env.register_limit = pygpu_parse_bytes(s);
     env.cache_bytes = pygpu_parse_bytes(getenv("PYGPU_CACHE_BYTES"));
     read_host();
 }

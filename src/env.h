@@ -18,6 +18,8 @@ typedef struct {
     int staging_trace;          /* PYGPU_STAGING_TRACE set and not "0": print each transfer's timeline */
     int pinned_limit_set;       /* PYGPU_PINNED_LIMIT set and not empty ... */
     size_t pinned_limit;        /* ... and its bytes */
+    int register_limit_set;     /* PYGPU_REGISTER_LIMIT set and not empty ... */
+    size_t register_limit;      /* ... and its bytes (0: no host buffer page-locked in place) */
     size_t cache_bytes;         /* PYGPU_CACHE_BYTES: the host's last-level cache, 0 when unset */
     int host_fork_rule_gpu;     /* PYGPU_HOST_FORK_RULE=gpu: the host backend takes the GPUs' fork rule */
     /* the host backend's devices */

@@ -157,12 +157,20 @@ static void sweep(void)
             release(i);
 }
 
-/* Register the owner's buffer in a free slot; its handle (slot + 1), or 0. */
+/* Register the owner's buffer in a free slot; its handle (slot + 1), or 0.
+ * Only the whole pages inside the buffer: a page it shares with other
+ * memory (malloc's neighbours on the heap) stays pageable, for a copy of
+ * a neighbour that begins in a registered page and runs past it is one the
+ * runtime refuses (cudaErrorInvalidValue) -- the partial pages at either
+ * end of the buffer are copied apart (copy.c). */
 static int register_owner(PyArrayObject *own, const char *data, size_t nbytes, size_t limit)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    char *start = (char *)((uintptr_t)data & ~(uintptr_t)(page - 1));
-    size_t len = ((uintptr_t)data + nbytes - (uintptr_t)start + page - 1) & ~(page - 1);
+    char *start = (char *)(((uintptr_t)data + page - 1) & ~(uintptr_t)(page - 1));
+    char *end = (char *)(((uintptr_t)data + nbytes) & ~(uintptr_t)(page - 1));
+    if (end <= start)
+        return 0;
+    size_t len = (size_t)(end - start);
     int i;
     sweep();
     for (i = 0; i < PYGPU_REGISTER_SLOTS; i++)      /* (no page of it registered already) */
@@ -278,6 +286,27 @@ static void registered_fork(enum pygpu_fork_phase phase)
 void pygpu_registered_init(void)
 {
     pygpu_fork_register(registered_fork);
+}
+
+int pygpu_registered_hold(const void *p, size_t n)
+{
+    const char *q = p;
+    if (!held || !n)
+        return 0;
+    for (int i = 0; i < PYGPU_REGISTER_SLOTS; i++) {
+        slot *r = &regs[i];
+        if (r->wr && !r->busy && r->start < q + n && q < r->start + r->len) {
+            r->inflight++;
+            return i + 1;
+        }
+    }
+    return 0;
+}
+
+void pygpu_registered_range(int handle, const char **start, size_t *len)
+{
+    *start = handle > 0 ? regs[handle - 1].start : NULL;
+    *len = handle > 0 ? regs[handle - 1].len : 0;
 }
 
 void pygpu_registered_done(int handle)

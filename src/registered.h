@@ -19,6 +19,13 @@
  * too small, a buffer that moved, a registration the runtime refused):
  * never an error; the copy then goes its usual way. */
 int pygpu_registered_prepare(PyObject *arr, const void *p, size_t n);
+/* A handle (> 0) on the registration that the `n` bytes at `p` touch (any
+ * copy's, whatever its size or owner), held until pygpu_registered_done;
+ * 0 if they touch none. */
+int pygpu_registered_hold(const void *p, size_t n);
+/* The pages that handle (> 0) keeps page-locked: the whole pages inside its
+ * owner's buffer (the partial ones at either end stay pageable). */
+void pygpu_registered_range(int handle, const char **start, size_t *len);
 /* What pygpu_registered_prepare returned, once the copy is over: a
  * registration that a copy uses is let go only after it. */
 void pygpu_registered_done(int handle);

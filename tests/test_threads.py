@@ -234,7 +234,8 @@ def test_crowded_transfers_take_small_lanes(run_python):
 ALONE_SCRIPT = r"""
 import sys, threading
 import numpy as np, pygpu
-pygpu.transfer_config(min_bytes=0, chunk=1 << 20, depth=2, threads=2, threads_alone=5)
+pygpu.transfer_config(min_bytes=0, chunk=1 << 20, depth=2, threads=2, threads_alone=5,
+                      register_limit=0)                        # (staged every time: not page-locked in place)
 a = np.random.default_rng(1).standard_normal(1 << 20)        # 8 MiB: more than the buffers' 2 MiB
 g, out = pygpu.to_gpu(a), np.empty_like(a)
 

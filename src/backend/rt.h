@@ -115,8 +115,10 @@ pygpu_status pygpu_rt_host_alloc(void **p, size_t n);
 pygpu_status pygpu_rt_host_free(void *p);
 pygpu_status pygpu_rt_host_register(void *p, size_t n);
 pygpu_status pygpu_rt_host_unregister(void *p);
-/* *pinned = 1 if `p` is page-locked (allocated or registered with the runtime). */
-pygpu_status pygpu_rt_host_is_pinned(const void *p, int *pinned);
+/* *pinned = 1 if the `n` bytes at `p` are page-locked (allocated or registered
+ * with the runtime), asked at both ends: a copy that begins in page-locked
+ * memory and runs past it is one the runtime refuses. */
+pygpu_status pygpu_rt_host_is_pinned(const void *p, size_t n, int *pinned);
 
 /* Copies and fills, ordered on a stream; the plain forms block the host. */
 pygpu_status pygpu_rt_memcpy(void *dst, const void *src, size_t n, enum pygpu_copy_kind k);

@@ -343,19 +343,26 @@ pygpu_status pygpu_rt_host_register(void *p, size_t n)
 
 pygpu_status pygpu_rt_host_unregister(void *p) { return RT(HostUnregister)(p); }
 
-pygpu_status pygpu_rt_host_is_pinned(const void *p, int *pinned)
+/* 1 if the byte at p is page-locked. */
+static int host_byte_pinned(const void *p)
 {
 #if defined(PYGPU_BACKEND_CUDA)
     struct cudaPointerAttributes a;
     rt_error e = cudaPointerGetAttributes(&a, p);
-    *pinned = e == cudaSuccess && a.type == cudaMemoryTypeHost;
+    int pinned = e == cudaSuccess && a.type == cudaMemoryTypeHost;
 #else
     hipPointerAttribute_t a;
     rt_error e = hipPointerGetAttributes(&a, p);
-    *pinned = e == hipSuccess && a.memoryType == hipMemoryTypeHost;
+    int pinned = e == hipSuccess && a.memoryType == hipMemoryTypeHost;
 #endif
     if (e != RT(Success))
         RT(GetLastError)();     /* plain host memory is an error on some runtimes */
+    return pinned;
+}
+
+pygpu_status pygpu_rt_host_is_pinned(const void *p, size_t n, int *pinned)
+{
+    *pinned = host_byte_pinned(p) && (n <= 1 || host_byte_pinned((const char *)p + n - 1));
     return RT(Success);
 }
 

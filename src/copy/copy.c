@@ -23,6 +23,7 @@
 #include "../shape.h"
 #include "../stream.h"
 #include "../transfer/background.h"
+#include "../transfer/settings.h"
 #include "../transfer/trace.h"
 
 /* ---- copies ----------------------------------------------------------------- */
@@ -114,7 +115,9 @@ static int capture_join(pygpu_state *st, pygpu_stream_t s, int how, pygpu_side d
                                      "Copy between the devices before or after the capture.");
     if (dst.on_device && src.on_device)
         return pygpu_capture_refused(st, s, how, "A copy on the device", NULL);
-    if (pygpu_rt_host_is_pinned(host.ptr, &pinned) != 0)
+    ptrdiff_t lo, hi;
+    pygpu_shape_extent(nd, shape, host.strides, itemsize, &lo, &hi);
+    if (pygpu_rt_host_is_pinned(host.ptr + lo, (size_t)(hi - lo), &pinned) != 0)
         (void)pygpu_rt_get_last_error();
     int follows = host_side_follows(host, dev, nd, shape, itemsize);
     if (how == PYGPU_CAPTURE_ACTIVE && async && pinned && follows)
@@ -130,6 +133,65 @@ static int capture_join(pygpu_state *st, pygpu_stream_t s, int how, pygpu_side d
                                      "memory: they join the capture and run when the graph does.");
     return pygpu_capture_refused(st, s, how, "A copy between the device and page-locked memory laid out otherwise",
                                  "Copy into (from) a page-locked array of the device array's layout.");
+}
+
+/* 1 if the host side of a copy between host and device, its bytes from
+ * `lo` to `hi`, runs past the pages registration `reg` keeps page-locked
+ * (the whole pages inside its owner's buffer): the runtime refuses a copy
+ * that begins in page-locked memory and runs past it, and one that begins
+ * before it and runs into it is pageable memory to it no more. */
+static int straddles(int reg, const char *lo, const char *hi)
+{
+    const char *start;
+    size_t len;
+    pygpu_registered_range(reg, &start, &len);
+    return start && (lo < start || hi > start + len);
+}
+
+/* A copy between the device and host memory that straddles registration
+ * `reg` (straddles): where both sides are one dense run of bytes in the
+ * same order, the locked pages in one plan (the DMA reads or writes them
+ * directly) and the rest (under a page at either end of the owner's
+ * buffer, or memory beyond) in plans of their own; any other layout
+ * staged (its host side is pageable to the plan), or under the staging
+ * threshold through a dense host buffer of PyGPU's.  Synchronous. */
+static pygpu_status cp_registered(ctx *c, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape,
+                                  ptrdiff_t itemsize, int reg)
+{
+    static const ptrdiff_t one[1] = {1};
+    const char *lo;
+    size_t len;
+    pygpu_pair p;
+    pygpu_registered_range(reg, &lo, &len);
+    pygpu_pair_init(&p, nd, shape, dst.strides, src.strides);
+    pygpu_pair_simplify(&p, 0);
+    if (p.nd < 0)
+        return 0;
+    ptrdiff_t size, n, host = (ptrdiff_t)(uintptr_t)(dst.on_device ? src.ptr : dst.ptr);
+    pygpu_transfer_config cfg;
+    pygpu_transfer_config_get(&cfg);
+    pygpu_shape_size(nd, shape, &size);
+    n = size * itemsize;
+    if (p.offset[0] || p.offset[1] || !pygpu_pair_is_dense(&p, 0, itemsize) || !pygpu_pair_is_dense(&p, 1, itemsize))
+        /* (staged from the threshold on: the host side reads as pageable
+         * and only the pipeline's buffers meet the runtime) */
+        return (size_t)n >= cfg.min_bytes ? cp_plan(c, dst, src, nd, shape, itemsize)
+                                          : cp_via_host(c, dst, src, nd, shape, itemsize);
+    ptrdiff_t a = (ptrdiff_t)(uintptr_t)lo - host, b = a + (ptrdiff_t)len;
+    a = a < 0 ? 0 : a > n ? n : a;
+    b = b < a ? a : b > n ? n : b;
+    ptrdiff_t cut[4] = {0, a, b, n};
+    pygpu_status r = 0;
+    for (int k = 0; k < 3 && r == 0; k++) {
+        ptrdiff_t piece = cut[k + 1] - cut[k];
+        pygpu_side d = dst, s = src;
+        d.ptr += cut[k];
+        s.ptr += cut[k];
+        d.strides = s.strides = one;
+        if (piece > 0)
+            r = cp_plan(c, d, s, 1, &piece, 1);
+    }
+    return r;
 }
 
 int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape,
@@ -152,13 +214,20 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
     }
     /* A synchronous copy between the device and a user's host buffer that
      * transfers meet again: page-locked in place (registered.c), the
-     * planner's DMA reads (writes) it directly. */
-    int reg = 0;
-    if (!async && !cross && dst.on_device != src.on_device && (dst.on_device ? src : dst).owner) {
+     * planner's DMA reads (writes) it directly.  Any copy whose host side
+     * touches a registration holds it till the end, and one that runs past
+     * its pages goes apart (cp_registered), synchronously. */
+    int reg = 0, straddling = 0;
+    if (!cross && dst.on_device != src.on_device) {
         pygpu_side host = dst.on_device ? src : dst;
         ptrdiff_t lo, hi;
         pygpu_shape_extent(nd, shape, host.strides, itemsize, &lo, &hi);
-        reg = pygpu_registered_prepare(host.owner, host.ptr + lo, (size_t)(hi - lo));
+        if (!async && host.owner)
+            reg = pygpu_registered_prepare(host.owner, host.ptr + lo, (size_t)(hi - lo));
+        if (!reg)
+            reg = pygpu_registered_hold(host.ptr + lo, (size_t)(hi - lo));
+        if (reg && (straddling = straddles(reg, host.ptr + lo, host.ptr + hi)) != 0)
+            async = c.async = 0;
     }
     pygpu_trace_enter();
     if (async && dst.on_device && !src.on_device && src.owner)
@@ -168,6 +237,8 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
     c.ts = PyEval_SaveThread();
     if (cross)      /* done when it returns: the source may be freed at once */
         r = cp_cross_device(&c, dst, src, nd, shape, itemsize);
+    else if (straddling)
+        r = cp_registered(&c, dst, src, nd, shape, itemsize, reg);
     else
         r = cp_plan(&c, dst, src, nd, shape, itemsize);
     /* (Copies down have waited already, where they had to.) */

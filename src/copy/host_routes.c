@@ -90,24 +90,28 @@ static pygpu_pair piece_of(const pygpu_pair *p, ptrdiff_t k, ptrdiff_t pieces, p
  * it (a small synchronous copy never asks: an 8-byte to_gpu pays nothing
  * for it). */
 typedef struct {
-    const void *ptr;
+    const void *ptr;            /* the lowest byte the copy touches, */
+    size_t extent;              /* and from there to the highest */
     size_t nbytes;              /* the copy's bytes */
     size_t min_bytes;           /* the staging threshold (transfer_config) */
     int kind;                   /* 0 not asked, 1 page-locked, 2 pageable, 3 the runtime could not say */
 } host_side;
 
-static host_side host_side_of(const void *ptr, size_t nbytes)
+/* The host side of `p` in layout `which`, its element [0, ...] at ptr. */
+static host_side host_side_of(const char *ptr, const pygpu_pair *p, int which, ptrdiff_t itemsize)
 {
     pygpu_transfer_config cfg;
+    ptrdiff_t lo, hi;
     pygpu_transfer_config_get(&cfg);
-    return (host_side){ptr, nbytes, cfg.min_bytes, 0};
+    pygpu_shape_extent(p->nd, p->shape, p->strides[which], itemsize, &lo, &hi);
+    return (host_side){ptr + lo, (size_t)(hi - lo), (size_t)(pair_size(p) * itemsize), cfg.min_bytes, 0};
 }
 
 static int host_kind(host_side *h)
 {
     int pinned = 0;
     if (!h->kind)
-        h->kind = pygpu_rt_host_is_pinned(h->ptr, &pinned) != 0 ? 3 : pinned ? 1 : 2;
+        h->kind = pygpu_rt_host_is_pinned(h->ptr, h->extent, &pinned) != 0 ? 3 : pinned ? 1 : 2;
     return h->kind;
 }
 
@@ -360,7 +364,7 @@ pygpu_status cp_h2d(ctx *c, const pygpu_pair *p, const geometry *g, char *dst, c
 {
     temps t = {0};
     size_t nbytes = (size_t)(pair_size(p) * itemsize);
-    host_side h = host_side_of(src, nbytes);
+    host_side h = host_side_of(src, p, 1, itemsize);
     pygpu_status r;
     int done = 0;
     const char *why;
@@ -561,7 +565,7 @@ pygpu_status cp_d2h(ctx *c, const pygpu_pair *p, const geometry *g, char *dst, c
 {
     temps t = {0};
     size_t nbytes = (size_t)(pair_size(p) * itemsize);
-    host_side h = host_side_of(dst, nbytes);
+    host_side h = host_side_of(dst, p, 0, itemsize);
     view_facts f = {0};
     pygpu_status r;
     int done = 0;
@@ -618,7 +622,7 @@ pygpu_status cp_d2h(ctx *c, const pygpu_pair *p, const geometry *g, char *dst, c
             ptrdiff_t one = 1, ext = f.hi - f.lo;
             pygpu_pair_init(&bytes, 1, &ext, &one, &one);
             if ((r = cp_host_temp(c, &t, (size_t)ext)) == 0) {
-                host_side ht = host_side_of(t.host, (size_t)ext);
+                host_side ht = host_side_of(t.host, &bytes, 0, 1);
                 if ((r = dense_to_host(c, &bytes, 0, t.host, src + f.lo, 1, host_stage(&ht), 0)) == 0)
                     pygpu_parallel_strided_copy(dst, p->strides[0], (char *)t.host - f.lo, p->strides[1], p->nd,
                                                 p->shape, itemsize, 0, pair_size(p));

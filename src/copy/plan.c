@@ -30,10 +30,8 @@
 #include "toolbox.h"
 #include "../shape.h"
 
-/* Device to device through a dense host buffer: for layouts that would take
- * too many runtime calls on the device (reversed or element-strided rows). */
-static pygpu_status d2d_via_host(ctx *c, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape,
-                                 ptrdiff_t itemsize)
+pygpu_status cp_via_host(ctx *c, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape,
+                         ptrdiff_t itemsize)
 {
     temps t = {0};
     ptrdiff_t strides[PYGPU_MAXDIMS], size;
@@ -67,7 +65,7 @@ pygpu_status cp_plan(ctx *c, pygpu_side dst, pygpu_side src, int nd, const ptrdi
         enum device_route way = cp_device_route(c, &g, &why);
         cp_device_trace(way, why, (size_t)(pair_size(&p) * itemsize));
         if (way == DEVICE_ROUTE_HOST)
-            return d2d_via_host(c, dst, src, nd, shape, itemsize);
+            return cp_via_host(c, dst, src, nd, shape, itemsize);
         return cp_on_device(c, &p, d, s, itemsize);
     }
     return dst.on_device ? cp_h2d(c, &p, &g, d, s, itemsize) : cp_d2h(c, &p, &g, d, s, itemsize);

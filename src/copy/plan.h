@@ -13,4 +13,11 @@
  * queued on c->s (copies down wait where they must). */
 pygpu_status cp_plan(ctx *c, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape, ptrdiff_t itemsize);
 
+/* The same copy in two plans through a dense host buffer taken for it (the
+ * stream waited for between them): for device layouts that would take too
+ * many runtime calls, and for host layouts the runtime may not be handed
+ * whole (copy.c: views that run past page-locked memory).  Synchronous. */
+pygpu_status cp_via_host(ctx *c, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape,
+                         ptrdiff_t itemsize);
+
 #endif

@@ -15,6 +15,7 @@
 #include "../convert.h"
 #include "../copy/copy.h"
 #include "../registered.h"
+#include "../shape.h"
 
 static PyObject *config_dict(void)
 {
@@ -170,12 +171,18 @@ static PyObject *is_pinned(PyObject *m, PyObject *obj)
     int pinned = 0;
     (void)m;
     if (PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE) < 0) {
-        PyErr_Clear();  /* a strided array: ask about its first byte */
+        PyErr_Clear();  /* a strided array: ask about the bytes it spans */
         if (PyObject_GetBuffer(obj, &view, PyBUF_STRIDED_RO) < 0)
             return NULL;
     }
-    if (view.len > 0)
-        (void)pygpu_rt_host_is_pinned(view.buf, &pinned);
+    if (view.len > 0) {
+        ptrdiff_t lo = 0, hi = view.itemsize;
+        if (view.shape && view.strides)
+            pygpu_shape_extent(view.ndim, view.shape, view.strides, view.itemsize, &lo, &hi);
+        else
+            hi = view.len;
+        (void)pygpu_rt_host_is_pinned((const char *)view.buf + lo, (size_t)(hi - lo), &pinned);
+    }
     PyBuffer_Release(&view);
     return PyBool_FromLong(pinned);
 }
@@ -194,7 +201,8 @@ static PyMethodDef transfer_functions[] = {
      "let go and refused by the runtime so far."},
     {"is_pinned", is_pinned, METH_O,
      "is_pinned(ary, /)\n--\n\nTrue if the host buffer `ary` is page-locked (allocated or registered\n"
-     "with the runtime); always False on the host backend."},
+     "with the runtime) from its first byte to its last.  On the host backend only memory registered in\n"
+     "place (transfer_config's register_limit) reads as page-locked."},
     {"transfer_config", (PyCFunction)(void (*)(void))transfer_config, METH_VARARGS | METH_KEYWORDS,
      "transfer_config(*, chunk=None, depth=None, threads=None, threads_alone=None, min_bytes=None, peer=None,\n"
      "                crowd_up=None, crowd_down=None, crowd_threads=None, register_limit=None)\n--\n\n"
