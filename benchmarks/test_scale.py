@@ -80,13 +80,17 @@ def test_async_gives_time_back(benchmark, nbytes, down):
 def test_devices_at_once(benchmark):
     """One thread per device, each moving SIZE bytes of touched pageable
     memory to (from) its own device, all at once: each device's GB/s
-    against raw pinned to that device alone (target: each at least 0.8)."""
+    against raw pinned copies to every device at once (target: each at least
+    0.9 of them, none below 0.8 of the best), host buffers page-locked in
+    place as by default."""
     if pygpu.device_count() < 2:
         pytest.skip("needs two devices")
     seen = []
     benchmark.pedantic(lambda: seen.append(bench_scale.devices_at_once(SIZE, budget=0.3)), rounds=1, iterations=1)
     for d, rows in seen[0].items():
-        for k, (raw_alone, _, _, together) in enumerate(rows):
+        for k, (raw_alone, raw_together, _, together) in enumerate(rows):
             benchmark.extra_info[f"{d} device {k} at once GB/s"] = round(together, 2)
             if raw_alone:
                 benchmark.extra_info[f"{d} device {k} ratio to its link"] = round(together / raw_alone, 3)
+            if raw_together:
+                benchmark.extra_info[f"{d} device {k} ratio to raw at once"] = round(together / raw_together, 3)

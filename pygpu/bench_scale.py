@@ -343,18 +343,27 @@ def floors_lines(floors, ndev, at_once=None):
     return lines
 
 
-def registered_at_once(nbytes=64 * MiB, budget=0.5, limit=16 * GiB):
-    """devices_at_once with the host buffers page-locked in place
-    (transfer_config(register_limit=limit) for the run, then as it was):
-    its table, titled so, with what was registered."""
+def devices_at_once_with(limit, nbytes=64 * MiB, budget=0.5):
+    """(devices_at_once's results, registered_stats() after) with
+    transfer_config(register_limit=limit) for the run, then as it was."""
     before = pygpu.transfer_config()["register_limit"]
     pygpu.transfer_config(register_limit=limit)
     try:
-        results = devices_at_once(nbytes, budget)
-        held = pygpu.registered_stats()
+        return devices_at_once(nbytes, budget), pygpu.registered_stats()
     finally:
         pygpu.transfer_config(register_limit=before)
-    table = at_once_table(results, nbytes).split("\n", 1)
+
+
+def registered_at_once(nbytes=64 * MiB, budget=0.5, limit=16 * GiB, results=None):
+    """devices_at_once with the host buffers page-locked in place up to
+    `limit` (0: none, every byte staged): its table, titled so, with what
+    was registered.  `results`, a list, gets the results."""
+    res, held = devices_at_once_with(limit, nbytes, budget)
+    if results is not None:
+        results.append(res)
+    table = at_once_table(res, nbytes).split("\n", 1)
+    if not limit:
+        return f"{table[0]}; registration off (register_limit=0: every byte staged)\n{table[1]}"
     return (f"{table[0]}; with host buffers page-locked in place (register_limit={size_name(limit)}: "
             f"{held['registered']} registered, {held['refused']} refused)\n{table[1]}")
 
@@ -402,11 +411,12 @@ def scale_report(nbytes=64 * MiB, counts=THREADS, peers=("cupy", "torch"), progr
     if pygpu.device_count() >= 2:
         if progress:
             progress(f"{pygpu.device_count()} devices at once")
-        at_once = devices_at_once(nbytes, budget)
-        lines += ["", at_once_table(at_once, nbytes)]
+        staged = []
+        lines += ["", registered_at_once(nbytes, budget, limit=0, results=staged)]
+        at_once = staged[0]
         if progress:
             progress(f"{pygpu.device_count()} devices at once, host buffers page-locked in place")
-        lines += ["", registered_at_once(nbytes, budget)]
+        lines += ["", registered_at_once(nbytes, budget, limit=pygpu.transfer_config()["register_limit"] or 16 * GiB)]
     if progress:
         progress("the host's floors")
     lines += [""] + floors_lines(host_floors(nbytes, budget=budget), pygpu.device_count(), at_once)

@@ -205,7 +205,7 @@ def test_scale_devices_at_once_runs_each_thread_on_its_own_device():
     assert len(rates) == 2 and all(r > 0 for r in rates)
     assert set(seen) == {(1, 1), (0, 0)}
     assert pygpu.get_device() == 0
-    res = bench_scale.devices_at_once(1 << 16, budget=0.02)
+    res, _ = bench_scale.devices_at_once_with(0, 1 << 16, budget=0.02)
     assert set(res) == {"H2D", "D2H"}
     for rows in res.values():
         assert len(rows) == pygpu.device_count()
@@ -214,10 +214,13 @@ def test_scale_devices_at_once_runs_each_thread_on_its_own_device():
     assert text.count("to_gpu ") == pygpu.device_count() and text.count("get(ary) ") == pygpu.device_count()
     # and with the host buffers page-locked in place: registered (8 MiB buffers, met again), then off as before
     made = pygpu.registered_stats()["registered"]
+    before = pygpu.transfer_config()["register_limit"]
     text = bench_scale.registered_at_once(8 << 20, budget=0.02, limit=1 << 30)
     assert "page-locked in place (register_limit=1 GiB" in text and text.count("to_gpu ") == pygpu.device_count()
     assert pygpu.registered_stats()["registered"] >= made + 2 * pygpu.device_count()
-    assert pygpu.transfer_config()["register_limit"] == 0
+    assert pygpu.transfer_config()["register_limit"] == before
+    text = bench_scale.registered_at_once(8 << 20, budget=0.02, limit=0)
+    assert "registration off" in text and pygpu.registered_stats()["registered"] >= made + 2 * pygpu.device_count()
 
 
 def test_scale_host_floors_measure_each_floor_on_one_and_many_threads(monkeypatch):

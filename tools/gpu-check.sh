@@ -10,8 +10,8 @@
 #   bash tools/gpu-check.sh devices    build + the multi-device and MPI tests (and the main job's peers
 #                                      section and bench --devices, tested) + the peers section + bench
 #                                      --devices + the MPI ping-pong (pygpu.bench_mpi) + benchmarks/test_devices.py + every device transferring
-#                                      at once (bench_scale.devices_at_once, then with host buffers page-locked in
-#                                      place: registered_at_once), 2 rounds, and the host's floors
+#                                      at once (bench_scale.registered_at_once: registration off, then on: as
+#                                      PYGPU_REGISTER_LIMIT says, else 16 GiB; 64 and 256 MiB), 2 rounds, and the host's floors
 #   bash tools/gpu-check.sh copies     build + the tests of copies on the device + bench --copies
 #   bash tools/gpu-check.sh wheel      no build: the wheel carried in .wheels/ (built here with the CUDA
 #                                      runtime from PyPI, see .ci/run) installed into a fresh venv, the
@@ -131,10 +131,11 @@ devices() {
         mpirun --version 2>&1 | grep -q "Open MPI" && mpi+=(--oversubscribe --allow-run-as-root)
         "${mpi[@]}" python3 -m pygpu.bench_mpi 2>&1 | grep -v "^\[" | tee "$OUT/bench-mpi.txt"
         for round in 1 2; do
-            python3 -c "from pygpu import bench_scale as b; print(b.at_once_table(b.devices_at_once(), 64 << 20))" \
-                2>/dev/null | tee -a "$OUT/bench-devices-at-once.txt"
-            python3 -c "from pygpu import bench_scale as b; print(b.registered_at_once())" \
-                2>/dev/null | tee -a "$OUT/bench-devices-at-once.txt"
+            for size in 64 256; do      # (registration off, then as built: on by default)
+                python3 -c "import pygpu; from pygpu import bench_scale as b; n = $size << 20
+print(b.registered_at_once(n, limit=0)); print(b.registered_at_once(n, limit=pygpu.transfer_config()['register_limit'] or 16 << 30))" \
+                    2>/dev/null | tee -a "$OUT/bench-devices-at-once.txt"
+            done
         done
         python3 -c "from pygpu import bench_scale as b; print('\n'.join(b.floors_lines(b.host_floors(), $ngpu)))" \
             2>/dev/null | tee -a "$OUT/bench-devices-at-once.txt"
