@@ -35,6 +35,7 @@ typedef struct {
     int inflight;               /* copies using it now */
     int busy;                   /* being registered or let go (the GIL released) */
     int unpinned;               /* unregistered before a fork (the slot goes at its next meeting) */
+    uint64_t queued_on;         /* devices (bit k: device k) that asynchronous copies of it were queued on */
 } slot;
 
 static slot regs[PYGPU_REGISTER_SLOTS];
@@ -67,18 +68,36 @@ static int refers_to(PyObject *wr, PyObject *obj)
 #endif
 }
 
+/* Wait for the devices in `mask` (an asynchronous copy queued there may
+ * still be reading or writing pages about to be let go); the current
+ * device as it was.  Without the GIL. */
+static void drain(uint64_t mask)
+{
+    int was = -1;
+    if (!mask || pygpu_rt_get_device(&was) != 0)
+        return;
+    for (int d = 0; d < 64; d++)
+        if (mask >> d & 1 && (pygpu_rt_set_device(d) != 0 || pygpu_rt_device_synchronize() != 0))
+            (void)pygpu_rt_get_last_error();
+    if (pygpu_rt_set_device(was) != 0)
+        (void)pygpu_rt_get_last_error();
+}
+
 /* Unregister slot i's pages and free the slot (not while a copy uses it:
- * its owner is alive then, and the slot goes at a later meeting). */
+ * its owner is alive then, and the slot goes at a later meeting; after
+ * the devices that asynchronous copies of it were queued on are done). */
 static void release(int i)
 {
     slot *r = &regs[i];
     if (!r->wr || r->busy || r->inflight)
         return;
     char *start = r->start;
+    uint64_t queued = r->queued_on;
     r->busy = 1;
     if (!pygpu_fork_broken() && !r->unpinned) {     /* (a forked child leaves the parent's alone) */
         pygpu_status s;
         Py_BEGIN_ALLOW_THREADS
+        drain(queued);
         s = pygpu_rt_host_unregister(start);
         Py_END_ALLOW_THREADS
         if (s != 0)
@@ -195,7 +214,7 @@ static int register_owner(PyArrayObject *own, const char *data, size_t nbytes, s
     slot *r = &regs[i];
     if (!(r->wr = weakly(own)))
         return 0;               /* (an owner without weak references, or no memory: staged as before) */
-    *r = (slot){r->wr, start, len, data, nbytes, ++tick, 0, 1, 0};
+    *r = (slot){r->wr, start, len, data, nbytes, ++tick, 0, 1, 0, 0};
     held += len;
     pygpu_status s;
     Py_BEGIN_ALLOW_THREADS
@@ -276,6 +295,7 @@ static void registered_fork(enum pygpu_fork_phase phase)
     for (int i = 0; i < PYGPU_REGISTER_SLOTS; i++) {
         slot *r = &regs[i];
         if (r->wr && !r->busy && !r->inflight && !r->unpinned) {
+            drain(r->queued_on);
             if (pygpu_rt_host_unregister(r->start) != 0)
                 (void)pygpu_rt_get_last_error();
             r->unpinned = 1;
@@ -307,6 +327,12 @@ void pygpu_registered_range(int handle, const char **start, size_t *len)
 {
     *start = handle > 0 ? regs[handle - 1].start : NULL;
     *len = handle > 0 ? regs[handle - 1].len : 0;
+}
+
+void pygpu_registered_queued(int handle, int device)
+{
+    if (handle > 0 && device >= 0 && device < 64)
+        regs[handle - 1].queued_on |= (uint64_t)1 << device;
 }
 
 void pygpu_registered_done(int handle)

@@ -26,6 +26,9 @@ int pygpu_registered_hold(const void *p, size_t n);
 /* The pages that handle (> 0) keeps page-locked: the whole pages inside its
  * owner's buffer (the partial ones at either end stay pageable). */
 void pygpu_registered_range(int handle, const char **start, size_t *len);
+/* An asynchronous copy of registration `handle`'s pages was queued on
+ * `device`: before the pages are let go, that device is waited for. */
+void pygpu_registered_queued(int handle, int device);
 /* What pygpu_registered_prepare returned, once the copy is over: a
  * registration that a copy uses is let go only after it. */
 void pygpu_registered_done(int handle);

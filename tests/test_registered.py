@@ -286,3 +286,25 @@ def test_neighbours_of_a_registered_buffer_are_left_alone(limit, rng):
         for b in [a] + small:
             np.testing.assert_array_equal(pygpu.to_gpu(b).get(), b)
             assert not pygpu.is_pinned(b)
+
+
+def test_pages_an_asynchronous_copy_was_queued_on_are_let_go_after_it(limit, rng):
+    """An asynchronous copy of registered pages may still be running when
+    the registration is let go (the limit lowered, the owner collected):
+    the devices it was queued on are waited for first, and the data are
+    NumPy's."""
+    x = rng.integers(0, 255, BIG, dtype=np.uint8)
+    pygpu.to_gpu(x)
+    pygpu.to_gpu(x)
+    assert stats()["buffers"] == 1
+    pages = inside(x)
+    s = pygpu.Stream()
+    g = pygpu.to_gpu_async(pages, stream=s)             # (the pages alone: page-locked, queued)
+    back = pygpu.pagelocked_empty(pages.shape, np.uint8)
+    g.get_async(ary=back, stream=s)
+    released = stats()["released"]
+    pygpu.transfer_config(register_limit=0)             # let go while the copies may be queued
+    assert stats()["released"] == released + 1 and stats()["buffers"] == 0
+    s.synchronize()
+    np.testing.assert_array_equal(back, pages)
+    np.testing.assert_array_equal(g.get(), pages)

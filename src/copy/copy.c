@@ -246,6 +246,12 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
         r = blame(&c, pygpu_rt_stream_synchronize(s), "StreamSynchronize");
     pygpu_trace_done();
     PyEval_RestoreThread(c.ts);
+    if (async && reg) {         /* (its pages are let go only once that device is done) */
+        int d = dev;
+        if (d < 0 && pygpu_rt_get_device(&d) != 0)
+            (void)pygpu_rt_get_last_error();
+        pygpu_registered_queued(reg, d < 0 ? 0 : d);
+    }
     pygpu_registered_done(reg);
     if (!c.owner_taken)
         Py_XDECREF(c.owner);
