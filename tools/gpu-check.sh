@@ -3,7 +3,8 @@
 # backend, run the benchmarks and the main job.  Logs go to $OUT (if set).
 #   bash tools/gpu-check.sh            everything
 #   bash tools/gpu-check.sh tests      build + tests only, the default run (GPU_CHECK_STAGED=0: not the
-#                                      staged variant; GPU_CHECK_HOST=0: not the host suite)
+#                                      staged variant; GPU_CHECK_HOST=0: not the host suite; with
+#                                      PYGPU_REGISTER_LIMIT=64G: host buffers page-locked in place)
 #   bash tools/gpu-check.sh slow       build + the long runs (pytest -m slow: the sanitized builds, the C
 #                                      units under valgrind...), apart: with them a call ran past 10 minutes
 #   bash tools/gpu-check.sh bench      build + everything but the tests
@@ -205,8 +206,12 @@ fi
 
 if [ "$what" != bench ]; then
     # (the long runs apart: with them the suite took more than the 10 minutes a call may run on 2 H200s)
-    echo "== tests (PYGPU_BACKEND=cuda), the default run"
-    python3 -m pytest -q -ra --durations=15 2>&1 | tee "$OUT/tests-cuda.log" | grep -vE "^SKIPPED" | tail -40
+    echo "== tests (PYGPU_BACKEND=cuda), the default run${PYGPU_REGISTER_LIMIT:+, PYGPU_REGISTER_LIMIT=$PYGPU_REGISTER_LIMIT}"
+    # (a test that stalls prints every thread's stack after 120 s and, where pytest-timeout is
+    # installed, as on the GPU machine, fails after 200 s: the rest of the suite still runs)
+    stall=(-o faulthandler_timeout=120)
+    python3 -c "import pytest_timeout" 2>/dev/null && stall+=(--timeout=200)
+    python3 -m pytest -q -ra --durations=15 "${stall[@]}" 2>&1 | tee "$OUT/tests-cuda.log" | grep -vE "^SKIPPED" | tail -40
     if [ "${GPU_CHECK_STAGED:-1}" = 1 ]; then    # (GPU_CHECK_STAGED=0: not this 5-minute variant)
         echo "== tests (PYGPU_BACKEND=cuda, every pageable copy staged)"
         PYGPU_TEST_STAGING=1 python3 -m pytest -q -x 2>&1 | tee "$OUT/tests-staged.log" | tail -3
