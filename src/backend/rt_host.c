@@ -24,6 +24,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "rt.h"
 #include "host_shared.h"
+#include "locked_host.h"
 #include "env.h"
 #include "tuning.h"
 
@@ -426,64 +427,13 @@ pygpu_status pygpu_rt_mempool_trim(int dev, size_t keep_bytes)
  * (so that staging can be tried).  Memory registered in place
  * (host_register) is always known, as on a GPU: it reads as page-locked,
  * and a copy that begins in it and runs past its end is refused with
- * invalid value, as the CUDA runtime refuses it. */
-#define LOCKED_MAX 256
-static struct { const char *p; size_t n; } locked[LOCKED_MAX];
-static pthread_mutex_t locked_lock = PTHREAD_MUTEX_INITIALIZER;
-static atomic_int locked_n;     /* entries in locked[] (0: nothing to look up) */
-
-/* Add (p, n) to locked[]; 0, or -1 if it is full. */
-static int locked_add(const void *p, size_t n)
-{
-    int r = -1;
-    pthread_mutex_lock(&locked_lock);
-    for (int i = 0; i < LOCKED_MAX && r < 0; i++)
-        if (!locked[i].p) {
-            locked[i].p = p;
-            locked[i].n = n;
-            atomic_fetch_add(&locked_n, 1);
-            r = 0;
-        }
-    pthread_mutex_unlock(&locked_lock);
-    return r;
-}
-
-/* Remove the entry that begins at p; 0, or -1 if there is none. */
-static int locked_remove(const void *p)
-{
-    int r = -1;
-    pthread_mutex_lock(&locked_lock);
-    for (int i = 0; i < LOCKED_MAX; i++)
-        if (locked[i].p && locked[i].p == p) {
-            locked[i].p = NULL;
-            atomic_fetch_sub(&locked_n, 1);
-            r = 0;
-        }
-    pthread_mutex_unlock(&locked_lock);
-    return r;
-}
-
-/* The bytes of locked memory from p on to its entry's end (0: p is not in
- * locked memory). */
-static size_t locked_left(const void *p)
-{
-    size_t left = 0;
-    if (!atomic_load(&locked_n))
-        return 0;
-    pthread_mutex_lock(&locked_lock);
-    for (int i = 0; i < LOCKED_MAX && !left; i++)
-        if (locked[i].p && (const char *)p >= locked[i].p && (const char *)p < locked[i].p + locked[i].n)
-            left = (size_t)(locked[i].p + locked[i].n - (const char *)p);
-    pthread_mutex_unlock(&locked_lock);
-    return left;
-}
-
-/* The runtime's check of a copy's host side: begun in locked memory, it
- * must end there. */
+ * invalid value, as the CUDA runtime refuses it (locked_host.c keeps the
+ * ranges).  This is that check of a copy's host side: begun in locked
+ * memory, it must end there. */
 static int crosses_locked(const void *dst, const void *src, size_t n, enum pygpu_copy_kind k)
 {
     const void *host = k == PYGPU_COPY_H2D ? src : k == PYGPU_COPY_D2H ? dst : NULL;
-    size_t left = host && n ? locked_left(host) : 0;
+    size_t left = host && n ? pygpu_locked_left(host) : 0;
     return left && n > left;
 }
 
@@ -492,33 +442,33 @@ pygpu_status pygpu_rt_host_alloc(void **p, size_t n)
     config();
     pygpu_status s = block_alloc(p, n, 0);
     if (s == H_SUCCESS && *p && capture_all)
-        (void)locked_add(*p, n);        /* (full: that block reads as pageable) */
+        (void)pygpu_locked_add(*p, n);        /* (full: that block reads as pageable) */
     return s;
 }
 
 pygpu_status pygpu_rt_host_free(void *p)
 {
     if (p && capture_all)
-        (void)locked_remove(p);
+        (void)pygpu_locked_remove(p);
     return block_free(p);
 }
 
 pygpu_status pygpu_rt_host_register(void *p, size_t n)
 {
-    if (p == NULL || n == 0 || locked_left(p) || locked_left((char *)p + n - 1))
+    if (p == NULL || n == 0 || pygpu_locked_left(p) || pygpu_locked_left((char *)p + n - 1))
         return fail(H_INVALID_VALUE);           /* (a page registered already) */
-    return locked_add(p, n) < 0 ? fail(H_MEMORY_ALLOCATION) : H_SUCCESS;
+    return pygpu_locked_add(p, n) < 0 ? fail(H_MEMORY_ALLOCATION) : H_SUCCESS;
 }
 
 pygpu_status pygpu_rt_host_unregister(void *p)
 {
-    return !p ? fail(H_INVALID_VALUE) : locked_remove(p) == 0 ? H_SUCCESS : fail(H_HOST_NOT_REGISTERED);
+    return !p ? fail(H_INVALID_VALUE) : pygpu_locked_remove(p) == 0 ? H_SUCCESS : fail(H_HOST_NOT_REGISTERED);
 }
 
 pygpu_status pygpu_rt_host_is_pinned(const void *p, size_t n, int *pinned)
 {
     config();
-    *pinned = locked_left(p) >= (n ? n : 1);   /* (allocations only under PYGPU_HOST_CAPTURE: see host_alloc) */
+    *pinned = pygpu_locked_left(p) >= (n ? n : 1);   /* (allocations only under PYGPU_HOST_CAPTURE: see host_alloc) */
     return H_SUCCESS;
 }
 

@@ -1,0 +1,55 @@
+/*
+ * locked_host.c -- the host backend's table of page-locked ranges; see
+ * locked_host.h.
+ */
+#include "locked_host.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define LOCKED_MAX 256
+static struct { const char *p; size_t n; } locked[LOCKED_MAX];
+static pthread_mutex_t locked_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int locked_n;     /* entries in locked[] (0: nothing to look up) */
+
+int pygpu_locked_add(const void *p, size_t n)
+{
+    int r = -1;
+    pthread_mutex_lock(&locked_lock);
+    for (int i = 0; i < LOCKED_MAX && r < 0; i++)
+        if (!locked[i].p) {
+            locked[i].p = p;
+            locked[i].n = n;
+            atomic_fetch_add(&locked_n, 1);
+            r = 0;
+        }
+    pthread_mutex_unlock(&locked_lock);
+    return r;
+}
+
+int pygpu_locked_remove(const void *p)
+{
+    int r = -1;
+    pthread_mutex_lock(&locked_lock);
+    for (int i = 0; i < LOCKED_MAX; i++)
+        if (locked[i].p && locked[i].p == p) {
+            locked[i].p = NULL;
+            atomic_fetch_sub(&locked_n, 1);
+            r = 0;
+        }
+    pthread_mutex_unlock(&locked_lock);
+    return r;
+}
+
+size_t pygpu_locked_left(const void *p)
+{
+    size_t left = 0;
+    if (!atomic_load(&locked_n))
+        return 0;
+    pthread_mutex_lock(&locked_lock);
+    for (int i = 0; i < LOCKED_MAX && !left; i++)
+        if (locked[i].p && (const char *)p >= locked[i].p && (const char *)p < locked[i].p + locked[i].n)
+            left = (size_t)(locked[i].p + locked[i].n - (const char *)p);
+    pthread_mutex_unlock(&locked_lock);
+    return left;
+}
