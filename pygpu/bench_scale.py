@@ -354,13 +354,16 @@ def devices_at_once_with(limit, nbytes=64 * MiB, budget=0.5):
         pygpu.transfer_config(register_limit=before)
 
 
-def registered_at_once(nbytes=64 * MiB, budget=0.5, limit=16 * GiB, results=None):
+def registered_at_once(nbytes=64 * MiB, budget=0.5, limit=16 * GiB):
     """devices_at_once with the host buffers page-locked in place up to
     `limit` (0: none, every byte staged): its table, titled so, with what
-    was registered.  `results`, a list, gets the results."""
-    res, held = devices_at_once_with(limit, nbytes, budget)
-    if results is not None:
-        results.append(res)
+    was registered."""
+    return registered_table(*devices_at_once_with(limit, nbytes, budget), nbytes, limit)
+
+
+def registered_table(res, held, nbytes, limit):
+    """at_once_table of devices_at_once_with's results, titled with the
+    limit and what was registered."""
     table = at_once_table(res, nbytes).split("\n", 1)
     if not limit:
         return f"{table[0]}; registration off (register_limit=0: every byte staged)\n{table[1]}"
@@ -411,9 +414,8 @@ def scale_report(nbytes=64 * MiB, counts=THREADS, peers=("cupy", "torch"), progr
     if pygpu.device_count() >= 2:
         if progress:
             progress(f"{pygpu.device_count()} devices at once")
-        staged = []
-        lines += ["", registered_at_once(nbytes, budget, limit=0, results=staged)]
-        at_once = staged[0]
+        at_once, held = devices_at_once_with(0, nbytes, budget)
+        lines += ["", registered_table(at_once, held, nbytes, 0)]
         if progress:
             progress(f"{pygpu.device_count()} devices at once, host buffers page-locked in place")
         lines += ["", registered_at_once(nbytes, budget, limit=pygpu.transfer_config()["register_limit"] or 16 * GiB)]
