@@ -826,6 +826,44 @@ def _device_cell(results, kind, n, cell):
     return f"{cell[1]:>10.1f}{ratio:<7}"
 
 
+def measure_pairs(nbytes, progress=None, budget=0.5):
+    """{(src, dst): (raw GB/s, raw landed, pygpu GB/s, pygpu landed)} for
+    every ordered pair of devices: memcpy_peer between two PyGPU
+    allocations (peer access on where the hardware allows it: the
+    ceiling) and PyGPU's copy(device=dst), `nbytes` of random bytes, each
+    checked bit for bit after it was timed."""
+    host = np.frombuffer(np.random.default_rng(nbytes).bytes(nbytes), np.uint8)
+    ndev, results = pygpu.device_count(), {}
+    for a in range(ndev):
+        with pygpu.Device(a):
+            src = pygpu.to_gpu(host)
+        for b in (k for k in range(ndev) if k != a):
+            if progress:
+                progress(f"devices {a} -> {b}, {size_name(nbytes)}")
+            if pygpu.can_access_peer(b, a):
+                pygpu.Device(b).enable_peer_access(a)
+            with pygpu.Device(b):
+                dst = pygpu.empty(nbytes, np.uint8)
+            dst.fill(0)
+            raw = time_case(lambda: pygpu.memcpy_peer(dst.ptr, src.ptr, nbytes, b, a), nbytes, budget)
+            raw_landed = _same(dst, host)
+            mine = time_case(lambda: src.copy(device=b), nbytes, budget)
+            results[(a, b)] = (nbytes / raw / 1e9, raw_landed, nbytes / mine / 1e9, _same(src.copy(device=b), host))
+            del dst
+    return results
+
+
+def pairs_table(results, nbytes):
+    """One line a pair: the route, the ceiling, PyGPU and its ratio."""
+    lines = [f"every ordered pair, {size_name(nbytes)}: GB/s of memcpy_peer between two allocations (the ceiling) "
+             "and of copy(device=dst) (ratio), each checked bit for bit"]
+    for (a, b), (raw, raw_ok, mine, mine_ok) in sorted(results.items()):
+        route, _ = pygpu.Device(b).peer_route(a)
+        lines.append(f"  {a} -> {b} ({route:>6}): memcpy_peer {raw:7.1f}{'' if raw_ok else ' WRONG'}   "
+                     f"copy(device={b}) {mine:7.1f} ({mine / raw:4.2f}){'' if mine_ok else ' WRONG'}")
+    return "\n".join(lines)
+
+
 def devices_wrong(results):
     """The (row, size) cells whose copy did not land bit for bit."""
     return [(name, n) for name, row in results.items() for n, c in row.items() if c[0] != "n/a" and c[2] is False]
@@ -923,7 +961,8 @@ def main(argv=None):
     ap.add_argument("--peers", nargs="*", default=["cupy", "torch", "numba"], help="peers to compare")
     ap.add_argument("--budget", type=float, default=0.5, help="seconds per cell (default 0.5)")
     ap.add_argument("--plot", metavar="FILE.png", help="draw GB/s against size (needs matplotlib)")
-    ap.add_argument("--devices", action="store_true", help="copies between devices 0 and 1 instead")
+    ap.add_argument("--devices", action="store_true",
+                    help="copies between devices 0 and 1 instead, then every ordered pair at one size")
     ap.add_argument("--copies", action="store_true",
                     help="only the copies on the device (layouts, casts, fills; after the transfers otherwise)")
     ap.add_argument("--no-copies", action="store_true", help="only the transfers")
@@ -965,6 +1004,12 @@ def main(argv=None):
             sys.stderr.write("\r\033[K")
         print(devices_table(results, sizes))
         wrong = devices_wrong(results)
+        pair_bytes = min(max(sizes), 256 * MiB)
+        pairs = measure_pairs(pair_bytes, progress, args.budget)
+        if tty:
+            sys.stderr.write("\r\033[K")
+        print(pairs_table(pairs, pair_bytes))
+        wrong += [(f"pygpu copy {a} -> {b}", pair_bytes) for (a, b), cell in pairs.items() if not cell[3]]
         if wrong:
             print("WRONG, the copy did not land bit for bit: " + ", ".join(f"{r} at {size_name(n)}" for r, n in wrong))
         return 1 if any(r.startswith("pygpu") for r, _ in wrong) else 0

@@ -280,6 +280,23 @@ def test_bench_devices_table(capsys):
         kind = bench.DEVICE_ROWS[name]
         assert all(("(" in c) == (kind not in ("ceiling", "link")) for c in cells), (name, out)
     assert "WRONG" not in out
+    # then every ordered pair at the largest size, PyGPU's ratio to the ceiling
+    pairs = re.findall(r"^  (\d) -> (\d) \( *(peer|staged)\): memcpy_peer +\d+\.\d +copy\(device=(\d)\) +\d+\.\d "
+                       r"\(\d\.\d\d\)$", out, re.M)
+    n = pygpu.device_count()
+    assert sorted((int(a), int(b)) for a, b, _, _ in pairs) == [(a, b) for a in range(n) for b in range(n) if a != b]
+    assert all(b == d for _, b, _, d in pairs), out
+
+
+@pytest.mark.skipif(pygpu.backend != "host", reason="the host backend's settings make the machine")
+def test_bench_devices_measures_every_pair_of_three(run_python):
+    """With three devices, --devices ends with the six ordered pairs, each
+    copy checked (exit 0: none WRONG)."""
+    r = run_python("import sys; from pygpu import bench; "
+                   "sys.exit(bench.main(['--devices', '--budget', '0.01', '--sizes', '256K']))",
+                   env={"PYGPU_BACKEND": "host", "PYGPU_HOST_DEVICES": 3})
+    lines = [line for line in r.stdout.splitlines() if re.match(r"^  \d -> \d ", line)]
+    assert len(lines) == 6 and "WRONG" not in r.stdout, r.stdout
 
 
 @pytest.mark.skipif(pygpu.backend != "host", reason="the host backend's settings make these machines")
