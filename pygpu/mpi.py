@@ -653,14 +653,15 @@ class _Node:
                 queued += 1
                 moved = True
             for d in list(live):
-                if back[d].Test():
+                # (a completed request tests true for ever: a rank that gave every slot back is
+                # asked no more, or this loop would never yield and the pulls beside it would starve)
+                if back[d] is not None and back[d].Test():
                     if replies[d][0] < 0:
                         answers[d] = int(replies[d][0])
                         live.discard(d)
                     else:
                         freed[d] += 1
-                        if freed[d] < pieces:
-                            back[d] = self.priv.Irecv(replies[d], d, 2 * x + _FREED)
+                        back[d] = self.priv.Irecv(replies[d], d, 2 * x + _FREED) if freed[d] < pieces else None
                     moved = True
             if not moved:
                 yield None

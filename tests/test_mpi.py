@@ -143,6 +143,42 @@ def test_staged_messages_reuse_their_page_locked_buffers(rng):
     assert kept() == []
 
 
+def test_a_push_to_several_ranks_yields_once_one_of_them_is_done():
+    """A push to several ranks whose first gave every slot back while another
+    has not: it asks the first no more (a completed request tests true for
+    ever, and a loop that kept finding it so never yielded, starving the
+    pulls beside it: an Allgather of 3 ranks hung so), and yields while it
+    waits for the other."""
+    import types
+
+    class Request:
+        def __init__(self, buf, done):
+            self.buf, self.done, self.tested = buf, done, False
+
+        def Test(self):
+            assert not (self.done and self.tested), "a completed request tested again"
+            self.tested = True
+            if self.done:
+                self.buf[0] = 0         # (a slot given back)
+            return self.done
+
+    class Comm:                         # rank 1 gives every slot back at once, rank 2 never
+        def Irecv(self, buf, source, tag):
+            return Request(buf, source == 1)
+
+        def Send(self, buf, dest, tag):
+            pass
+
+    piece, pieces = 1 << 12, 3
+    src = pygpu.to_gpu(np.arange(piece * pieces, dtype=np.uint8))
+    box = types.SimpleNamespace(SLOTS=4, mem=pygpu.empty(4 * piece, np.uint8))
+    node = types.SimpleNamespace(priv=Comm())
+    steps = pygpu.mpi._Node._push(node, src, [1, 2], box, 0, piece, pieces, {})
+    waited = sum(next(steps) is None for _ in range(50))
+    assert waited >= 40                 # (it yields each pass that moved nothing)
+    steps.close()
+
+
 def test_a_mailbox_held_by_steps_goes_back_however_they_end():
     """The steps of a push hold their mailbox's lock: it goes back when they
     end, when they fail, when a driver closes them because another failed,
