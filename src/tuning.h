@@ -58,6 +58,8 @@
 #define PYGPU_REGISTER_SLOTS 64
 /* Buffers met once that are remembered for a second meeting. See performance.md#registered-in-place */
 #define PYGPU_REGISTER_SEEN 16
+/* On a GPU backend, host buffers page-locked in place take at most this share of physical memory by default. See performance.md#registered-in-place */
+#define PYGPU_REGISTER_SHARE 8
 /* Destinations this big may be fresh from the kernel: the workers fault in. See performance.md#fresh-destinations */
 #define PYGPU_FRESH_MIN ((size_t)32 << 20)
 /* Each worker's share of a fault-in is at least this big. See performance.md#fresh-destinations */

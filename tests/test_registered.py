@@ -46,13 +46,17 @@ def stats():
     return pygpu.registered_stats()
 
 
-def test_off_by_default_and_the_environment_sets_it(run_python):
-    """Off by default (register_limit=0: nothing is registered, however
-    often a buffer is met); PYGPU_REGISTER_LIMIT sets the limit a process
-    starts with."""
+def test_the_default_and_the_environment(run_python):
+    """On a GPU backend, an eighth of physical memory by default; on the
+    host backend off (its device memory is host memory); PYGPU_REGISTER_LIMIT
+    sets the limit a process starts with (0: off), and with the limit at 0
+    nothing is registered, however often a buffer is met."""
     code = "import pygpu; print(pygpu.transfer_config()['register_limit'])"
-    assert run_python(code, env={"PYGPU_REGISTER_LIMIT": ""}).stdout.split()[-1] == "0"
+    share = os.sysconf("SC_PHYS_PAGES") * PAGE // 8
+    default = 0 if pygpu.backend == "host" else share
+    assert run_python(code, env={"PYGPU_REGISTER_LIMIT": ""}).stdout.split()[-1] == str(default)
     assert run_python(code, env={"PYGPU_REGISTER_LIMIT": "3G"}).stdout.split()[-1] == str(3 << 30)
+    assert run_python(code, env={"PYGPU_REGISTER_LIMIT": "0"}).stdout.split()[-1] == "0"
     before = pygpu.transfer_config()["register_limit"]
     pygpu.transfer_config(register_limit=0)
     try:

@@ -4,7 +4,7 @@
 #   bash tools/gpu-check.sh            everything
 #   bash tools/gpu-check.sh tests      build + tests only, the default run (GPU_CHECK_STAGED=0: not the
 #                                      staged variant; GPU_CHECK_HOST=0: not the host suite; with
-#                                      PYGPU_REGISTER_LIMIT=64G: host buffers page-locked in place)
+#                                      PYGPU_REGISTER_LIMIT=0: no host buffer page-locked in place)
 #   bash tools/gpu-check.sh slow       build + the long runs (pytest -m slow: the sanitized builds, the C
 #                                      units under valgrind...), apart: with them a call ran past 10 minutes
 #   bash tools/gpu-check.sh bench      build + everything but the tests
@@ -196,8 +196,8 @@ if [ "$what" = copies ]; then
     exit 0
 fi
 if [ "$what" = devices ]; then
-    python3 -m pytest -q -ra tests/test_multi_device.py tests/test_mpi.py 2>&1 | tail -15
-    python3 -m pytest -q -ra tests/test_main.py -k "peers or bench_devices" 2>&1 | tail -5
+    python3 -m pytest -q -ra tests/test_multi_device.py tests/test_mpi.py 2>&1 | tee "$OUT/tests-devices.log" | tail -15
+    python3 -m pytest -q -ra tests/test_main.py -k "peers or bench_devices" 2>&1 | tee -a "$OUT/tests-devices.log" | tail -5
     devices
     python3 -m pytest -q benchmarks/test_devices.py --benchmark-columns=median,ops 2>&1 \
         | tee "$OUT/bench-devices-pytest.txt" | tail -25

@@ -219,7 +219,8 @@ static PyMethodDef transfer_functions[] = {
      "chunk of an upload while another transfer is at work on its device; 0: as\n"
      "threads, which setting threads without it also sets), register_limit (bytes of\n"
      "host buffers that synchronous transfers of 4 MiB or more meet twice, page-locked\n"
-     "in place until their owner is collected; 0, the default: none)."},
+     "in place until their owner is collected; default an eighth of physical memory on\n"
+     "a GPU backend, 0 (none) on the host backend)."},
     {"pinned_pool_stats", pinned_pool_stats, METH_NOARGS,
      "pinned_pool_stats()\n--\n\n{'limit', 'in_use', 'cached', 'hits', 'misses'} of the pinned pool, and "
      "'background': asynchronous uploads from and downloads into pageable memory not yet over (and blocks being "
