@@ -116,7 +116,7 @@ def test_transfer_config_threads_alone():
     for every transfer; a refused value changes nothing."""
     import os
     saved = pygpu.transfer_config()
-    cpus = os.cpu_count() or 1
+    cpus = len(os.sched_getaffinity(0))
     assert 0 <= saved["threads_alone"] <= max(16, saved["threads"])      # (0 under PYGPU_TEST_STAGING)
     if saved["threads"] == min(16, cpus - cpus // 4):               # (the defaults)
         assert saved["threads_alone"] == min(16, cpus - cpus // 8) >= saved["threads"]
@@ -134,13 +134,30 @@ def test_transfer_config_threads_alone():
     assert pygpu.transfer_config() == saved
 
 
+def test_thread_counts_follow_the_cpus_this_process_may_run_on(run_python):
+    """The default thread counts come from the CPUs the process may run on
+    (its affinity, as mpirun binds each rank to a core), not the machine's:
+    on one CPU, one thread copies each chunk."""
+    import os
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one CPU here: no narrower affinity to set")
+    code = """
+        import os
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+        import pygpu
+        c = pygpu.transfer_config()
+        print(c["threads"], c["threads_alone"], c["crowd_threads"])
+    """
+    assert run_python(code).stdout.split()[-3:] == ["1", "1", "0"]
+
+
 def test_transfer_config_crowd_threads():
     """crowd_threads is set and read back (0: as threads; by default a
     third of the CPUs where there are six or more, else 0); setting threads
     without it sets it to 0; a refused value changes nothing."""
     import os
     saved = pygpu.transfer_config()
-    cpus = os.cpu_count() or 1
+    cpus = len(os.sched_getaffinity(0))
     if saved["threads"] == min(16, cpus - cpus // 4):               # (the defaults)
         assert saved["crowd_threads"] == (cpus // 3 if cpus > 5 else 0)
     try:

@@ -3,6 +3,7 @@
  * the measured winners (tuning.h; docs/performance.md says what was
  * measured).
  */
+#define _GNU_SOURCE             /* sched_getaffinity */
 #include "settings.h"
 #include "../backend/rt.h"
 #include "../env.h"
@@ -10,6 +11,7 @@
 #include "../tuning.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -18,11 +20,24 @@ static pthread_mutex_t config_mu = PTHREAD_MUTEX_INITIALIZER;
 static pygpu_transfer_config config;
 static int config_ready;
 
+/* The CPUs this process may run on: mpirun binds each rank to its cores,
+ * a container or taskset to theirs; more threads than that only take turns
+ * on them.  Else (no affinity to ask) the CPUs online. */
+static long usable_cpus(void)
+{
+#ifdef __linux__
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+#endif
+    return sysconf(_SC_NPROCESSORS_ONLN);
+}
+
 static void config_defaults(void)
 {
     if (config_ready)
         return;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    long cpus = usable_cpus();
     config.chunk = PYGPU_STAGING_CHUNK;
     config.depth = PYGPU_STAGING_DEPTH;
     /* Three cores in four, up to 16: a worker descheduled mid-part holds up
