@@ -448,10 +448,11 @@ class Comm:
 
 # ---- device to device between ranks of one node -------------------------------------
 
-_MAGIC = b"pygpu-mpi-ipc\x00\x01\x00"
-_HEADER = struct.Struct("<16sQQQQQ64s")     # magic, node key, transfer, bytes, piece, slots, handle
+_MAGIC = b"pygpu-mpi-ipc\x00\x02\x00"
+_HEADER = struct.Struct("<16sQQQQQ64s")     # magic, node key, transfer, bytes, slot bytes, slots, handle
 _READY, _FREED = 0, 1                       # the two kinds of message of a transfer
 _TRUNCATED, _STAGE = -1, -2                 # what a receiver answers instead of a free slot
+_WHOLE, _FIRST = 4 << 20, 2 << 20           # (_schedule)
 
 
 def _node_name():
@@ -477,22 +478,67 @@ class _Held:
             self.lock.release()
 
     def of(self, gen):
-        held = self
+        return _HeldSteps(gen, self)
 
-        class Steps:
-            def __iter__(self):
-                return self
 
-            def __next__(self):
-                return next(gen)
+class _HeldSteps:
+    """Steps (generator `gen`) that give `held` back when closed or collected."""
 
-            def close(self):
-                gen.close()
-                held.release()
+    def __init__(self, gen, held):
+        self.gen, self.held = gen, held
 
-            def __del__(self):
-                held.release()
-        return Steps()
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self.gen)
+
+    def close(self):
+        self.gen.close()
+        self.held.release()
+
+    def __del__(self):
+        self.held.release()
+
+
+class _Events:
+    """Events (no timing) kept for the next transfers, per thread and device:
+    making them costs each transfer a few microseconds."""
+
+    _local = threading.local()
+
+    @classmethod
+    def _kept(cls):
+        kept = getattr(cls._local, "kept", None)
+        if kept is None:
+            kept = cls._local.kept = {}
+        return kept.setdefault(pygpu.get_device(), [])
+
+    @classmethod
+    def take(cls, k):
+        kept = cls._kept()
+        return [kept.pop() if kept else pygpu.Event(timing=False) for _ in range(k)]
+
+    @classmethod
+    def give(cls, events):
+        cls._kept().extend(events)
+
+
+def _schedule(n, slot):
+    """The sizes of the pieces of a transfer of `n` bytes through slots of
+    `slot` bytes (both ends compute it from the header): one piece up to
+    _WHOLE bytes; else a first of _FIRST bytes, so that the receiver starts
+    copying over the link soon, and each next four times the one before, at
+    most a slot (each copy over the link costs the receiver some
+    microseconds whatever its size: fewer, bigger pieces once it runs)."""
+    if n <= min(_WHOLE, slot):
+        return [n]
+    sizes, size = [], min(_FIRST, slot)
+    while n > 0:
+        sizes.append(min(size, n))
+        n -= sizes[-1]
+        size = min(slot, 4 * size)
+    return sizes
 
 
 def _drive(*steps):
@@ -541,7 +587,7 @@ class _Mailbox:
     (one per device), and the receiving side's mappings of other ranks'."""
 
     SLOTS = 4
-    SLOT_BYTES = 16 << 20
+    SLOT_BYTES = 32 << 20
 
     def __init__(self):
         self.mem = pygpu.mem_alloc(self.SLOTS * self.SLOT_BYTES, ipc=True)
@@ -608,22 +654,23 @@ class _Node:
     # -- sending ------------------------------------------------------------------
 
     def _plan(self, box, n):
-        """A transfer of `n` bytes through `box`: its id, piece size, pieces and header."""
+        """A transfer of `n` bytes through `box`: its id, the slots' size, the
+        pieces' sizes (_schedule) and the header."""
         x = next(self.ids) % self.tags
-        piece = min(box.SLOT_BYTES, max(4 << 20, -(-n // 8)))    # 8 pieces: the first copy short
-        piece = -(-piece // (64 << 10)) * (64 << 10)
-        header = _HEADER.pack(_MAGIC, self.key, x, n, piece, box.SLOTS, box.handle)
-        return x, piece, -(-n // piece), header
+        header = _HEADER.pack(_MAGIC, self.key, x, n, box.SLOT_BYTES, box.SLOTS, box.handle)
+        return x, box.SLOT_BYTES, _schedule(n, box.SLOT_BYTES), header
 
-    def _push(self, src, dests, box, x, piece, pieces, answers):
-        """Steps that move `src` (dense) through `box` to every rank of `dests`,
-        each pulling the pieces (_pull); a slot is filled again once every
-        one of them has given it back.  A rank that answers instead
-        (_TRUNCATED, _STAGE) drops out: its answer lands in `answers`."""
-        n = src.nbytes
+    def _push(self, src, dests, box, x, slot, sizes, answers):
+        """Steps that move `src` (dense) through `box` (slots of `slot` bytes)
+        in pieces of `sizes` to every rank of `dests`, each pulling them
+        (_pull); a slot is filled again once every one of them has given it
+        back.  A rank that answers instead (_TRUNCATED, _STAGE) drops out:
+        its answer lands in `answers`."""
         stream = pygpu.current_stream()        # (after the work queued on it that writes `src`)
+        pieces = len(sizes)
+        starts = list(itertools.accumulate(sizes, initial=0))
         slots = min(box.SLOTS, pieces)
-        filled = [pygpu.Event(timing=False) for _ in range(slots)]
+        filled = _Events.take(slots)
         ready = np.zeros(1, np.int64)
         replies = {d: np.zeros(1, np.int64) for d in dests}
         back = {d: self.priv.Irecv(replies[d], d, 2 * x + _FREED) for d in dests}
@@ -646,9 +693,8 @@ class _Node:
                 announced += 1
                 moved = True
             if queued < min(pieces, min(freed[d] for d in live) + box.SLOTS):    # a slot given back
-                at = (queued % box.SLOTS) * piece
-                size = min(piece, n - queued * piece)
-                pygpu.memcpy_dtod_async(box.mem.ptr + at, src.ptr + queued * piece, size, stream=stream)
+                at = (queued % box.SLOTS) * slot
+                pygpu.memcpy_dtod_async(box.mem.ptr + at, src.ptr + starts[queued], sizes[queued], stream=stream)
                 filled[queued % box.SLOTS].record(stream)
                 queued += 1
                 moved = True
@@ -670,6 +716,7 @@ class _Node:
                 if told[d] < queued:
                     filled[told[d] % box.SLOTS].synchronize()
                 tell(d, told[d])
+        _Events.give(filled)
 
     def _staged(self, src, answers, x):
         """Steps that send `src` through host memory to the ranks that asked (_STAGE)."""
@@ -689,7 +736,7 @@ class _Node:
         box.lock.acquire()
         held = _Held(box.lock)
         try:
-            x, piece, pieces, header = self._plan(box, src.nbytes)
+            x, slot, sizes, header = self._plan(box, src.nbytes)
             said = announce(header)
         except BaseException:
             held.release()
@@ -698,7 +745,7 @@ class _Node:
         def steps():
             answers = {}
             try:
-                yield from self._push(src, dests, box, x, piece, pieces, answers)
+                yield from self._push(src, dests, box, x, slot, sizes, answers)
             finally:
                 held.release()
             yield from self._staged(src, answers, x)
@@ -851,8 +898,9 @@ class _Node:
         """Steps of the receiving side of a transfer (its header's `fields`)
         from `peer`'s mailbox into `buf`, giving each slot back once read."""
         MPI = _mpi()
-        _, _, x, n, piece, slots, handle = fields
-        pieces = -(-n // piece)
+        _, _, x, n, slot, slots, handle = fields
+        sizes = _schedule(n, slot)
+        pieces, starts = len(sizes), list(itertools.accumulate(sizes, initial=0))
         a = _split(buf)[0]
         gpu = isinstance(a, pygpu.GPUArray)
         capacity = a.nbytes if gpu else memoryview(_split_host(buf)).nbytes
@@ -875,19 +923,18 @@ class _Node:
         dest = a if gpu and _contiguous(a) else (a.copy() if gpu else None)
         host = None if gpu else np.frombuffer(_split_host(buf), np.uint8)
         stream = pygpu.current_stream()
-        done = [pygpu.Event(timing=False) for _ in range(min(slots, pieces))]
+        done = _Events.take(min(slots, pieces))
         queued = collections.deque()    # pieces copied out or being copied, their slots not yet given back
         k = 0
         arrived = self.priv.Irecv(ready, peer, 2 * x + _READY)
         while k < pieces or queued:
             moved = False
             if k < pieces and arrived.Test():
-                at = (k % slots) * piece
-                size = min(piece, n - k * piece)
+                at = (k % slots) * slot
                 if dest is not None:
-                    pygpu.memcpy_dtod_async(dest.ptr + k * piece, box.ptr + at, size, stream=stream)
+                    pygpu.memcpy_dtod_async(dest.ptr + starts[k], box.ptr + at, sizes[k], stream=stream)
                 else:           # (into pageable memory: landed when the call returns)
-                    pygpu.memcpy_dtoh(host[k * piece:k * piece + size], box.ptr + at, stream=stream)
+                    pygpu.memcpy_dtoh(host[starts[k]:starts[k + 1]], box.ptr + at, stream=stream)
                 done[k % slots].record(stream)
                 queued.append(k)
                 k += 1
@@ -900,6 +947,7 @@ class _Node:
                 moved = True
             if not moved:
                 yield None
+        _Events.give(done)
         if dest is not None and dest is not a:
             a[...] = dest
         return None

@@ -6,6 +6,7 @@ same process), so they run under plain pytest; the example runs under
 `mpirun -np 2` where mpirun exists.  Everything skips without mpi4py.
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -143,6 +144,25 @@ def test_staged_messages_reuse_their_page_locked_buffers(rng):
     assert kept() == []
 
 
+def test_the_pieces_of_a_transfer_cover_it_and_grow_to_a_slot(rng):
+    """Both ends cut a transfer into the same pieces from its header: one up
+    to 4 MiB (and a slot); else 2 MiB first (the link starts soon), each next
+    four times the one before, never more than a slot; together exactly the
+    bytes."""
+    MiB = 1 << 20
+    for n in [1, 4 * MiB, 4 * MiB + 1, 64 * MiB] + [int(x) for x in rng.integers(1, 1 << 31, 40)]:
+        for slot in (1 * MiB, 8 * MiB, 32 * MiB):
+            sizes = pygpu.mpi._schedule(n, slot)
+            assert sum(sizes) == n and all(0 < s <= slot for s in sizes), (n, slot, sizes)
+            if n <= min(4 * MiB, slot):
+                assert sizes == [n]
+                continue
+            assert sizes[0] == min(2 * MiB, slot, n)
+            full = sizes[:-1]                       # (the last takes what is left)
+            assert all(b == min(slot, 4 * a) for a, b in zip(full, full[1:])), (n, slot, sizes)
+    assert pygpu.mpi._schedule(64 * MiB, 32 * MiB) == [2 * MiB, 8 * MiB, 32 * MiB, 22 * MiB]
+
+
 def test_a_push_to_several_ranks_yields_once_one_of_them_is_done():
     """A push to several ranks whose first gave every slot back while another
     has not: it asks the first no more (a completed request tests true for
@@ -173,7 +193,7 @@ def test_a_push_to_several_ranks_yields_once_one_of_them_is_done():
     src = pygpu.to_gpu(np.arange(piece * pieces, dtype=np.uint8))
     box = types.SimpleNamespace(SLOTS=4, mem=pygpu.empty(4 * piece, np.uint8))
     node = types.SimpleNamespace(priv=Comm())
-    steps = pygpu.mpi._Node._push(node, src, [1, 2], box, 0, piece, pieces, {})
+    steps = pygpu.mpi._Node._push(node, src, [1, 2], box, 0, piece, [piece] * pieces, {})
     waited = sum(next(steps) is None for _ in range(50))
     assert waited >= 40                 # (it yields each pass that moved nothing)
     steps.close()
@@ -355,6 +375,32 @@ def test_the_mpi_benchmark_runs_and_checks_its_results():
     lines = proc.stdout.splitlines()
     assert sum(line.split()[:2] in (["1", "MiB"], ["4", "MiB"]) for line in lines) == 4, proc.stdout
     assert any(line.startswith("Allgather, 2 ranks") for line in lines), proc.stdout
+
+
+def test_the_mpi_timeline_tool_runs():
+    """tools/research/mpi-timeline.py: its one-process modes (the link's
+    pull and push, the calls' costs) and, under mpirun, one round trip's
+    merged timeline of each size, both ranks' calls in it."""
+    env = {"PYGPU_BACKEND": pygpu.backend}
+    if pygpu.backend == "host":
+        env["PYGPU_HOST_DEVICES"] = 2
+    tool = os.path.join(PACKAGE_ROOT, "tools", "research", "mpi-timeline.py")
+
+    def run(*argv):
+        proc = subprocess.run(list(argv), env=clean_env(**env), cwd=PACKAGE_ROOT, capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        return proc.stdout
+    if pygpu.backend == "host" or pygpu.device_count() >= 2:        # (2 host devices in the subprocess)
+        assert re.search(r"^\s+4 MiB  pull\s+[\d.]+  push\s+[\d.]+$", run(sys.executable, tool, "links", "4M"), re.M)
+    out = run(sys.executable, tool, "calls")
+    assert re.search(r"^memcpy_dtod_async\(ipc mailbox, pool\)\s+median\s+[\d.]+ us", out, re.M), out
+    out = run(*mpirun(), "-np", "2", sys.executable, tool)
+    for size in ("1 MiB", "64 MiB"):
+        part = out.split(f"== {size}: round trip")[1].split("==")[0]
+        for rank in (0, 1):
+            assert re.search(rf"^\s+[\d.]+\s+{rank}\s+Recv returned$", part, re.M), out
+            assert re.search(rf"^\s+[\d.]+\s+{rank}\s+memcpy_dtod_async \d+ KiB queued$", part, re.M), out
 
 
 def test_comm_of_one_rank_has_no_mailbox():
