@@ -593,6 +593,11 @@ class _Mailbox:
         self.mem = pygpu.mem_alloc(self.SLOTS * self.SLOT_BYTES, ipc=True)
         self.handle = pygpu.mem_get_ipc_handle(self.mem)
         self.lock = threading.Lock()
+        # The copies into the slots go on a stream of their own: on the current
+        # stream they queued behind this rank's own copies out of other ranks'
+        # mailboxes (a Sendrecv, an Allgather), and each side's pieces waited
+        # for the other's.
+        self.stream = pygpu.Stream(non_blocking=True)
 
 
 class _Node:
@@ -666,11 +671,13 @@ class _Node:
         (_pull); a slot is filled again once every one of them has given it
         back.  A rank that answers instead (_TRUNCATED, _STAGE) drops out:
         its answer lands in `answers`."""
-        stream = pygpu.current_stream()        # (after the work queued on it that writes `src`)
+        stream = box.stream
         pieces = len(sizes)
         starts = list(itertools.accumulate(sizes, initial=0))
         slots = min(box.SLOTS, pieces)
-        filled = _Events.take(slots)
+        filled = _Events.take(slots + 1)
+        after = filled.pop()                    # (the work queued on the current stream that writes `src`)
+        stream.wait_event(after.record(pygpu.current_stream()))
         ready = np.zeros(1, np.int64)
         replies = {d: np.zeros(1, np.int64) for d in dests}
         back = {d: self.priv.Irecv(replies[d], d, 2 * x + _FREED) for d in dests}
@@ -716,7 +723,7 @@ class _Node:
                 if told[d] < queued:
                     filled[told[d] % box.SLOTS].synchronize()
                 tell(d, told[d])
-        _Events.give(filled)
+        _Events.give(filled + [after])
 
     def _staged(self, src, answers, x):
         """Steps that send `src` through host memory to the ranks that asked (_STAGE)."""
