@@ -48,7 +48,8 @@ def run(benchmark, setup, n, case):
 @pytest.mark.parametrize("case", list(bench.pygpu_cases(8)))
 def test_pygpu(benchmark, case, n):
     benchmark.group = f"{case} {bench.size_name(n)}"
-    run(benchmark, bench.pygpu_cases(n)[case], n, case)
+    with bench.case_settings(case):
+        run(benchmark, bench.pygpu_cases(n)[case], n, case)
 
 
 @pytest.mark.parametrize("n", SIZES, ids=bench.size_name)

@@ -116,6 +116,37 @@ def test_bench_ceiling_keeps_the_faster_of_two_measurements(monkeypatch):
     assert bench.ceiling(res, "H2D pageable", 1 << 20) == (1 << 20) / 1.0 / 1e9
 
 
+def test_bench_times_the_staged_cases_with_registration_off(monkeypatch):
+    """The bench's pageable cases that show the staging path run with
+    register_limit=0 (a buffer met again would be page-locked in place and
+    the case would time the DMA alone); the "reused" ones, and the rest,
+    with the settings as they are; the limit is restored after each."""
+    from pygpu import bench
+    seen, current = {}, []
+
+    def time_case(fn, n, budget):
+        seen[current[-1]] = pygpu.transfer_config()["register_limit"]
+        return 1.0
+
+    def case(name):
+        def setup():
+            current.append(name)
+            return (lambda: None), None
+        return setup
+    names = ("H2D pageable", "H2D pageable reused", "D2H pageable", "D2H pageable reused", "H2D pinned")
+    monkeypatch.setattr(bench, "time_case", time_case)
+    monkeypatch.setattr(bench, "pygpu_cases", lambda n: {name: case(name) for name in names})
+    before = pygpu.transfer_config()["register_limit"]
+    pygpu.transfer_config(register_limit=64 << 20)
+    try:
+        bench.measure([1 << 20], peers=())
+        assert seen == {"H2D pageable": 0, "D2H pageable": 0, "H2D pageable reused": 64 << 20,
+                        "D2H pageable reused": 64 << 20, "H2D pinned": 64 << 20}
+        assert pygpu.transfer_config()["register_limit"] == 64 << 20
+    finally:
+        pygpu.transfer_config(register_limit=before)
+
+
 class _FakeClock:
     """perf_counter for bench_scale: time moves only when a transfer runs."""
 
