@@ -384,7 +384,8 @@ def test_the_mpi_timeline_tool_runs():
     env = {"PYGPU_BACKEND": pygpu.backend}
     if pygpu.backend == "host":
         env["PYGPU_HOST_DEVICES"] = 2
-    tool = os.path.join(PACKAGE_ROOT, "tools", "research", "mpi-timeline.py")
+    tool = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools", "research",
+                        "mpi-timeline.py")          # (the checkout's: the wheel suite runs against site-packages)
 
     def run(*argv):
         proc = subprocess.run(list(argv), env=clean_env(**env), cwd=PACKAGE_ROOT, capture_output=True, text=True,
