@@ -122,10 +122,6 @@
 #define PYGPU_CROSS_PARTS 16
 /* ... of this many bytes at least. See performance.md#between-devices */
 #define PYGPU_CROSS_CHUNK_MIN ((size_t)1 << 20)
-/* A strided view crossing peer to peer is gathered in this many pieces, each crossing while the next is gathered. See performance.md#strided-views-between-devices */
-#define PYGPU_CROSS_PIECES 8
-/* Each piece at least this many bytes (a piece costs about 10 us of events and waits); views of fewer than two pieces' bytes are gathered whole. See performance.md#strided-views-between-devices */
-#define PYGPU_CROSS_PIECE_MIN ((size_t)64 << 20)
 
 /* ---- the copy planner (src/copy/) ---- */
 

@@ -279,9 +279,10 @@ def test_large_copies_between_devices(path, rng):
 @two
 @pytest.mark.parametrize("view", ["x[::2]", "x[:, ::-1]", "x.T", "x[1::3, 5:]"])
 def test_strided_views_cross_whole(path, rng, view):
-    """Strided views of a few MiB cross to another device (gathered on the
-    source device, then one copy across, peer to peer or staged): every
-    element as NumPy has it, both ways."""
+    """Strided views of a few MiB cross to another device (peer to peer:
+    written over the link by the source device's copy; staged: gathered on
+    the source device, then across): every element as NumPy has it, both
+    ways."""
     h = rng.integers(0, 1 << 31, size=(1027, 1031), dtype=np.int32)      # ~4 MiB
     if view == "x[::2]":
         h = h.ravel()
@@ -295,11 +296,10 @@ def test_strided_views_cross_whole(path, rng, view):
 
 
 @two
-def test_a_large_strided_view_crosses_in_pieces(rng):
-    """A view of 128 MiB or more crossing peer to peer is gathered in
-    pieces (PYGPU_CROSS_PIECE_MIN), each crossing while the next is
-    gathered, on a stream of its own after the source's pending work; the
-    rows do not divide evenly into the pieces.  Every element as NumPy
+def test_a_large_strided_view_crosses_in_one_pass(rng):
+    """A view of 128 MiB crossing peer to peer into a dense destination is
+    written over the link by the source device's copy, after the source's
+    pending work and the destination's allocation.  Every element as NumPy
     has it."""
     h = rng.integers(0, 1 << 31, size=(5801, 5799), dtype=np.int32)     # 128.3 MiB
     x = pygpu.to_gpu(h)
@@ -308,6 +308,35 @@ def test_a_large_strided_view_crosses_in_pieces(rng):
     got = x.T.copy(order="C", device=1)
     assert int(got.device) == 1 and got.flags.c_contiguous
     np.testing.assert_array_equal(got.get(), h.T)
+
+
+def test_the_route_of_a_strided_view_across(run_python):
+    """A strided view into a dense destination on a device in reach goes
+    in one pass ("peer to peer, direct"); with peer=False it is gathered
+    and staged; a dense view into a strided destination crosses dense and
+    is scattered there (not direct)."""
+    code = """
+        import numpy as np, pygpu
+        x = pygpu.to_gpu(np.arange(1 << 16, dtype=np.int32))
+        for peer in (True, False):
+            pygpu.transfer_config(peer=peer)
+            assert (x[::2].copy(device=1).get() == np.arange(1 << 16, dtype=np.int32)[::2]).all()
+        pygpu.transfer_config(peer=True)
+        with pygpu.Device(1):
+            y = pygpu.zeros(1 << 17, np.int32)
+        y[::2] = x[: 1 << 16]
+        assert (y.get()[::2] == np.arange(1 << 16)).all()
+    """
+    env = {"PYGPU_STAGING_TRACE": "1", "PYGPU_BACKEND": pygpu.backend}
+    if pygpu.backend == "host":
+        env["PYGPU_HOST_DEVICES"] = 2
+    elif NDEV < 2 or not pygpu.can_access_peer(0, 1):
+        pytest.skip("needs 2 devices that reach each other")
+    routes = [line for line in run_python(code, env=env).stderr.splitlines() if " across " in line]
+    assert len(routes) == 3, routes
+    assert "peer to peer, direct" in routes[0], routes
+    assert "staged" in routes[1] and "direct" not in routes[1], routes
+    assert "peer to peer (" in routes[2] and "direct" not in routes[2], routes
 
 
 @two

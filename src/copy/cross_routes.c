@@ -1,10 +1,12 @@
 /*
- * cross_routes.c -- the copy planner's copies between two devices: each
- * side made dense on its own device (a gather or scatter there), and the
- * dense bytes across by the route ladder: peer to peer where the two
- * reach each other, else the pipeline through page-locked buffers
- * (transfer/cross.c), else, with no buffer to be had, the runtime's own
- * staging; each route with its reason, printed by PYGPU_STAGING_TRACE=1.
+ * cross_routes.c -- the copy planner's copies between two devices: a
+ * strided view into a dense destination on a device in reach in one pass
+ * (the source device's copy writing over the link); otherwise each side
+ * made dense on its own device (a gather or scatter there), and the dense
+ * bytes across by the route ladder: peer to peer where the two reach each
+ * other, else the pipeline through page-locked buffers (transfer/cross.c),
+ * else, with no buffer to be had, the runtime's own staging; each route
+ * with its reason, printed by PYGPU_STAGING_TRACE=1.
  */
 #include "cross_routes.h"
 #include "device_routes.h"
@@ -74,73 +76,6 @@ static pygpu_status use(ctx *c, int dev)
     return blame(c, pygpu_rt_set_device(dev), "SetDevice");
 }
 
-/* ---- a strided view gathered in pieces, each crossing as the next is gathered ---- */
-
-/* The number of pieces for a view of `n` bytes gathered into a dense
- * buffer and crossing peer to peer: as many of PYGPU_CROSS_PIECE_MIN bytes
- * or more as fit, at most PYGPU_CROSS_PIECES and no more than the
- * outermost axis has rows; 1 (gathered whole) below two. */
-static int pieces_of(const pygpu_pair *p, size_t n)
-{
-    size_t k = n / PYGPU_CROSS_PIECE_MIN;
-    if (k > PYGPU_CROSS_PIECES)
-        k = PYGPU_CROSS_PIECES;
-    if (p->nd < 1 || k < 2)
-        return 1;
-    return p->shape[0] < (ptrdiff_t)k ? (int)p->shape[0] : (int)k;
-}
-
-/* The rows of piece j when `rows` are cut in pieces of `per` (the last shorter). */
-static ptrdiff_t piece_rows(ptrdiff_t rows, ptrdiff_t per, int j)
-{
-    return rows - j * per < per ? rows - j * per : per;
-}
-
-/* The view (layout 1 of `p`, at `from` on `sdev`) gathered into the dense
- * buffer `tmp` on `sdev` in `k` pieces cut along p's outermost axis, on a
- * stream of its own there (after the work queued on the source's legacy
- * stream: a peer copy would wait for all that the legacy stream holds, the
- * later pieces' gathers too), each piece crossing to the dense destination
- * `to` on `ddev` by a peer copy on c->s once it is gathered: the link
- * busy while the next piece is gathered.  *g gets the stream (the caller
- * destroys it once c->s is done).  `ddev` is current on return. */
-static pygpu_status gather_across(ctx *c, ctx *sc, const pygpu_pair *p, char *to, int ddev, const char *from,
-                                  char *tmp, int sdev, ptrdiff_t itemsize, int k, pygpu_stream_t *g)
-{
-    pygpu_event_t done[PYGPU_CROSS_PIECES + 1] = {0};   /* [k]: the legacy stream's work before */
-    ptrdiff_t ds[PYGPU_MAXDIMS], rows = p->shape[0], per = (rows + k - 1) / k;
-    pygpu_status r = blame(sc, pygpu_rt_stream_create(g, PYGPU_STREAM_NON_BLOCKING, 0), "StreamCreateWithFlags");
-    if (r == 0 && (r = blame(sc, pygpu_rt_event_create(&done[k], PYGPU_EVENT_DISABLE_TIMING),
-                             "EventCreateWithFlags")) == 0 &&
-        (r = blame(sc, pygpu_rt_event_record(done[k], PYGPU_STREAM_NULL), "EventRecord")) == 0)
-        r = blame(sc, pygpu_rt_stream_wait_event(*g, done[k]), "StreamWaitEvent");
-    sc->s = *g;
-    dense_strides(p, itemsize, ds);
-    for (int j = 0; r == 0 && j < k && j * per < rows; j++) {
-        pygpu_pair q = *p;
-        ptrdiff_t r0 = j * per;
-        q.shape[0] = piece_rows(rows, per, j);
-        if ((r = blame(sc, pygpu_rt_event_create(&done[j], PYGPU_EVENT_DISABLE_TIMING), "EventCreateWithFlags")) == 0 &&
-            (r = cp_device_pass(sc, &q, 1, (char *)from + r0 * p->strides[1][0], tmp + r0 * ds[0], itemsize, 1)) == 0)
-            r = blame(sc, pygpu_rt_event_record(done[j], *g), "EventRecord");
-    }
-    if (sc->call)
-        c->call = sc->call;
-    pygpu_status u = use(c, ddev);
-    if (r == 0)
-        r = u;
-    for (int j = 0; r == 0 && j < k && j * per < rows; j++) {
-        ptrdiff_t r0 = j * per, len = piece_rows(rows, per, j) * ds[0];
-        if ((r = blame(c, pygpu_rt_stream_wait_event(c->s, done[j]), "StreamWaitEvent")) == 0)
-            r = blame(c, pygpu_rt_memcpy_peer_async(to + r0 * ds[0], ddev, tmp + r0 * ds[0], sdev, (size_t)len, c->s),
-                      "MemcpyPeerAsync");
-    }
-    for (int j = 0; j <= k; j++)    /* (released once the waits queued on them have passed) */
-        if (done[j])
-            (void)pygpu_rt_event_destroy(done[j]);
-    return r;
-}
-
 /* ---- between devices -------------------------------------------------------- */
 
 /* Copy `p` (dst layout 0 on `ddev`, current, stream c->s; src layout 1 on
@@ -159,23 +94,32 @@ pygpu_status cp_cross_device(ctx *c, pygpu_side dst, pygpu_side src, int nd, con
     ctx sc = {.s = PYGPU_STREAM_NULL};     /* the source side's work: its legacy stream */
     temps stmp = {0}, dtmp = {0};
     pygpu_event_t ready = NULL;
-    pygpu_stream_t gs = NULL;          /* the pieces' gathers' stream, if any */
-    pygpu_status r;
+    pygpu_status r = 0;
     int dense_to = pygpu_pair_is_dense(&p, 0, itemsize), dense_from = pygpu_pair_is_dense(&p, 1, itemsize);
     const char *why;
-    int k = dense_to && !dense_from ? pieces_of(&p, n) : 1;
-    if (k > 1 && route_across(ddev, sdev, CROSS_NONE, &why) == CROSS_PEER) {
-        /* A strided view into a dense destination: gathered in pieces on
-         * the source device, each crossing as the next is gathered. */
-        cp_trace_route("across", n, "peer to peer, in pieces", "a strided view, each piece gathered on the source "
-                       "device crossing while the next is gathered");
-        if ((r = use(c, sdev)) == 0 && (r = cp_dev_temp(&sc, &stmp, n)) == 0)
-            r = gather_across(c, &sc, &p, to, ddev, from, stmp.dev, sdev, itemsize, k, &gs);
-        goto done;
+    /* A strided view into a dense destination on a device in reach: PyGPU's
+     * copy on the source device reads the view there and writes the
+     * destination over the link, in one pass, with no temporary. */
+    int direct = dense_to && !dense_from && route_across(ddev, sdev, CROSS_NONE, &why) == CROSS_PEER;
+    if (direct) {
+        cp_trace_route("across", n, "peer to peer, direct", "a strided view gathered on the source device "
+                       "straight into the destination, over the link");
+        r = blame(c, pygpu_rt_event_create(&ready, PYGPU_EVENT_DISABLE_TIMING), "EventCreateWithFlags");
+        if (r == 0)     /* (the destination's stream's work first: its allocation, say) */
+            r = blame(c, pygpu_rt_event_record(ready, c->s), "EventRecord");
+        if (r == 0 && (r = use(c, sdev)) == 0 &&
+            (r = blame(&sc, pygpu_rt_stream_wait_event(PYGPU_STREAM_NULL, ready), "StreamWaitEvent")) == 0)
+            r = cp_device_pass(&sc, &p, 1, from, to, itemsize, 1);
+        if (ready)
+            (void)pygpu_rt_event_destroy(ready);   /* (released once the wait queued on it has passed) */
+        ready = NULL;
+        if (r != 0)
+            goto done;
     }
     /* On the source device, after the work queued there: a dense copy of the
-     * source if it is not dense, and an event the copy waits for. */
-    if ((r = use(c, sdev)) == 0 && !dense_from &&
+     * source if it is not dense (not done above), and an event the copy
+     * (or the destination's stream, after the direct copy) waits for. */
+    if (!direct && (r = use(c, sdev)) == 0 && !dense_from &&
         (r = cp_dev_temp(&sc, &stmp, n)) == 0 && (r = cp_device_pass(&sc, &p, 1, from, stmp.dev, itemsize, 1)) == 0)
         from = stmp.dev;
     if (r == 0 && (r = blame(&sc, pygpu_rt_event_create(&ready, PYGPU_EVENT_DISABLE_TIMING),
@@ -187,7 +131,7 @@ pygpu_status cp_cross_device(ctx *c, pygpu_side dst, pygpu_side src, int nd, con
         r = blame(c, pygpu_rt_stream_wait_event(c->s, ready), "StreamWaitEvent");
     if (r == 0 && !dense_to && (r = cp_dev_temp(c, &dtmp, n)) == 0)
         to = dtmp.dev;
-    if (r == 0)
+    if (r == 0 && !direct)
         r = across(c, to, ddev, from, sdev, n);
     if (r == 0 && !dense_to)
         r = cp_device_pass(c, &p, 0, dst.ptr + p.offset[0], dtmp.dev, itemsize, 0);
@@ -198,17 +142,16 @@ done:;
         w = pygpu_rt_stream_synchronize(c->s);
     if (r == 0)
         r = blame(c, w, "StreamSynchronize");
+    if (r != 0 && direct) {     /* (after a failure part way, the copy may still be writing) */
+        (void)pygpu_rt_set_device(sdev);
+        (void)pygpu_rt_stream_synchronize(PYGPU_STREAM_NULL);
+        (void)pygpu_rt_set_device(ddev);
+    }
     if (ready)
         (void)pygpu_rt_event_destroy(ready);
     r = cp_temps_free(c, &dtmp, r);
-    if (stmp.dev || gs) {
+    if (stmp.dev) {
         (void)pygpu_rt_set_device(sdev);
-        if (gs) {                       /* (after a failure part way, gathers may still be writing) */
-            pygpu_status g = pygpu_rt_stream_synchronize(gs);
-            if (r == 0)
-                r = blame(c, g, "StreamSynchronize");
-            (void)pygpu_rt_stream_destroy(gs);
-        }
         sc.s = PYGPU_STREAM_NULL;       /* (the temporary was taken on the legacy stream) */
         r = cp_temps_free(&sc, &stmp, r);
         if (sc.call && !c->call)
