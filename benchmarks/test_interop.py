@@ -121,8 +121,7 @@ from pygpu.bench import c_exchange_cases, handoff_cases  # noqa: E402
 
 HANDOFFS = sorted(handoff_cases(()).keys() | {
     "pygpu.from_dlpack(torch tensor)", "pygpu.asarray(torch tensor)", "torch.from_dlpack(pygpu array)",
-    "torch.as_tensor(pygpu array, device='cuda')", "torch.as_tensor(pygpu array of an idle stream)",
-    "cupy.from_dlpack(torch tensor)", "cupy.asarray(torch tensor)",
+    "torch.as_tensor(pygpu array, device='cuda')", "cupy.from_dlpack(torch tensor)", "cupy.asarray(torch tensor)",
     "torch.from_dlpack(cupy array)", "torch.as_tensor(cupy array, device='cuda')"})
 
 

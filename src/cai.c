@@ -14,8 +14,7 @@
  * Streams: an array remembers the stream of the last work queued on its
  * memory (on its root array: views share it), starting with the stream its
  * memory was allocated on.  Exporting it tells the consumer which stream to
- * order after (None where that stream, one of the user's, has nothing
- * pending); importing makes the current stream wait for the producer's.
+ * order after; importing makes the current stream wait for the producer's.
  */
 #include "pygpu.h"
 #include "cai.h"
@@ -87,26 +86,6 @@ static PyObject *stream_entry(pygpu_stream_t s)
     return s == PYGPU_STREAM_NULL ? PyLong_FromLong(1) : PyLong_FromVoidPtr(s);
 }
 
-/* What a consumer must order after: the array's last stream s, or None
- * ("no synchronization is required") where s is a stream of its own with
- * nothing queued that has not run.  A consumer on another stream then has
- * nothing to wait for, and PyTorch makes no event and no wait (their cost
- * was most of a hand-off's).  The default streams keep their entry (every
- * consumer's own default orders itself after the legacy stream for free,
- * and a per-thread stream can be asked only from its thread); a stream
- * being captured is not asked (asking would break its capture). */
-static PyObject *stream_for_consumer(pygpu_stream_t s)
-{
-    if (s == PYGPU_STREAM_NULL || s == (pygpu_stream_t)1 || s == PYGPU_STREAM_PER_THREAD ||
-        pygpu_stream_capturing(s) != PYGPU_CAPTURE_NONE)
-        return stream_entry(s);
-    pygpu_status r = pygpu_rt_stream_query(s);
-    if (r == 0)
-        Py_RETURN_NONE;
-    (void)pygpu_rt_get_last_error();        /* (not ready: the work is pending) */
-    return stream_entry(s);
-}
-
 PyObject *pygpu_array_cai(PyObject *self, void *closure)
 {
     (void)closure;
@@ -139,7 +118,7 @@ PyObject *pygpu_array_cai(PyObject *self, void *closure)
         put(d, st->names.strides,
             (a->flags & PYGPU_C_CONTIGUOUS) ? Py_NewRef(Py_None) : pygpu_tuple_of(GA_STRIDES(a), a->nd)) < 0 ||
         put(d, st->names.descr, descr) < 0 ||
-        put(d, st->names.stream, stream_for_consumer(pygpu_array_root(a)->last_stream)) < 0) {
+        put(d, st->names.stream, stream_entry(pygpu_array_root(a)->last_stream)) < 0) {
         Py_DECREF(d);
         return NULL;
     }
