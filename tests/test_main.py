@@ -134,6 +134,7 @@ def test_bench_times_the_staged_cases_with_registration_off(monkeypatch):
             return (lambda: None), None
         return setup
     names = ("H2D pageable", "H2D pageable reused", "D2H pageable", "D2H pageable reused", "H2D pinned")
+    monkeypatch.setattr(bench.RawCuda, "available", lambda self: False)     # (no raw ceilings: PyGPU's cases only)
     monkeypatch.setattr(bench, "time_case", time_case)
     monkeypatch.setattr(bench, "pygpu_cases", lambda n: {name: case(name) for name in names})
     before = pygpu.transfer_config()["register_limit"]
