@@ -12,7 +12,7 @@
 #                                      section and bench --devices, tested) + the peers section + bench
 #                                      --devices + the MPI ping-pong (pygpu.bench_mpi) + benchmarks/test_devices.py + every device transferring
 #                                      at once (bench_scale.registered_at_once: registration off, then on: as
-#                                      PYGPU_REGISTER_LIMIT says, else 16 GiB; 64 and 256 MiB), 2 rounds, and the host's floors
+#                                      the default limit or PYGPU_REGISTER_LIMIT's; 64 and 256 MiB), 2 rounds, and the host's floors
 #   bash tools/gpu-check.sh copies     build + the tests of copies on the device + bench --copies
 #   bash tools/gpu-check.sh wheel      no build: the wheel carried in .wheels/ (built here with the CUDA
 #                                      runtime from PyPI, see .ci/run) installed into a fresh venv, the
