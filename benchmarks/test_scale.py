@@ -11,6 +11,7 @@ import pytest
 
 import pygpu
 from pygpu import bench, bench_scale
+from pygpu.bench import registration
 
 SIZE = bench.parse_size(os.environ.get("PYGPU_BENCH_SCALE_SIZE", "64M"))
 RAW = bench.RawCuda()
@@ -37,8 +38,9 @@ def test_threads(benchmark, lib, direction, nthreads):
     if setup is None:
         pytest.skip(f"{lib} does not import here")
     seen = []
-    benchmark.pedantic(lambda: seen.append(bench_scale.aggregate(setup, nthreads, SIZE, budget=0.3)),
-                       rounds=3, iterations=1)
+    with registration(0):           # (every byte staged: as python -m pygpu.bench --scale measures it)
+        benchmark.pedantic(lambda: seen.append(bench_scale.aggregate(setup, nthreads, SIZE, budget=0.3)),
+                           rounds=3, iterations=1)
     gbs = sorted(seen)[len(seen) // 2]
     benchmark.extra_info["aggregate GB/s"] = round(gbs, 2)
     if RAW.available():
@@ -51,8 +53,9 @@ def test_small_beside_big(benchmark, own_streams):
     the same alone (target: at most 2x), on the default stream and with
     each thread on a non-blocking stream of its own."""
     seen = []
-    benchmark.pedantic(lambda: seen.append(bench_scale.latency_beside(budget=0.3, own_streams=own_streams)),
-                       rounds=1, iterations=1)
+    with registration(0):
+        benchmark.pedantic(lambda: seen.append(bench_scale.latency_beside(budget=0.3, own_streams=own_streams)),
+                           rounds=1, iterations=1)
     alone, beside = seen[0]
     benchmark.extra_info["alone us"] = round(alone * 1e6, 1)
     benchmark.extra_info["beside us"] = round(beside * 1e6, 1)

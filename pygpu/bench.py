@@ -208,17 +208,20 @@ STAGED_CASES = {"H2D pageable", "D2H pageable", "H2D rows [::2]"}
 
 
 @contextlib.contextmanager
-def case_settings(name):
-    """The settings a case of pygpu_cases is timed under (STAGED_CASES)."""
-    if name not in STAGED_CASES:
-        yield
-        return
+def registration(limit):
+    """transfer_config(register_limit=limit) inside, then as it was (0:
+    no host buffer page-locked in place, every pageable byte staged)."""
     before = pygpu.transfer_config()["register_limit"]
-    pygpu.transfer_config(register_limit=0)
+    pygpu.transfer_config(register_limit=limit)
     try:
         yield
     finally:
         pygpu.transfer_config(register_limit=before)
+
+
+def case_settings(name):
+    """The settings a case of pygpu_cases is timed under (STAGED_CASES)."""
+    return registration(0) if name in STAGED_CASES else contextlib.nullcontext()
 
 
 def peer_cases(lib, nbytes):

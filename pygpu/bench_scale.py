@@ -9,6 +9,9 @@ asynchronous call gives back.
               cudaMemcpy measured in the same run; CuPy and PyTorch beside.
     beside    a 1 MiB to_gpu's latency alone, and while another thread moves
               1 GiB at a time (the ratio: how long it waits behind it).
+              These two run with registration off (every byte staged): their
+              buffers, met again and again, would otherwise be page-locked in
+              place after the first round, and the figures the DMA's alone.
     async     to_gpu_async of pageable memory on a stream: the call's time
               over the time until the stream has the data (1.0: the call
               gave nothing back; the rest is the caller's to use).
@@ -32,7 +35,7 @@ import time
 import numpy as np
 
 import pygpu
-from pygpu.bench import MiB, GiB, RawCuda, pageable_array, size_name, time_case
+from pygpu.bench import MiB, GiB, RawCuda, pageable_array, registration, size_name, time_case
 
 THREADS = [1, 2, 4, 8]
 
@@ -174,7 +177,7 @@ def measure_threads(nbytes=64 * MiB, counts=THREADS, peers=("cupy", "torch"), pr
 def threads_table(results, ceilings, nbytes, counts=THREADS):
     names = {"H2D": "to_gpu", "D2H": "get(ary)"}
     lines = [f"Threads: aggregate GB/s of N threads, each moving {size_name(nbytes)} of touched pageable memory "
-             "on its own stream (ratio to raw pinned cudaMemcpy, same run)"]
+             "on its own stream, registration off: every byte staged (ratio to raw pinned cudaMemcpy, same run)"]
     head = f"{'library':<8} {'case':<10}" + "".join(f"{str(n) + ' thr':>16}" for n in counts)
     lines += [head, "-" * len(head)]
     for d in ("H2D", "D2H"):
@@ -346,12 +349,8 @@ def floors_lines(floors, ndev, at_once=None):
 def devices_at_once_with(limit, nbytes=64 * MiB, budget=0.5):
     """(devices_at_once's results, registered_stats() after) with
     transfer_config(register_limit=limit) for the run, then as it was."""
-    before = pygpu.transfer_config()["register_limit"]
-    pygpu.transfer_config(register_limit=limit)
-    try:
+    with registration(limit):
         return devices_at_once(nbytes, budget), pygpu.registered_stats()
-    finally:
-        pygpu.transfer_config(register_limit=before)
 
 
 def registered_at_once(nbytes=64 * MiB, budget=0.5, limit=16 * GiB):
@@ -391,14 +390,16 @@ def at_once_table(results, nbytes):
 def scale_report(nbytes=64 * MiB, counts=THREADS, peers=("cupy", "torch"), progress=None, budget=0.5,
                  async_sizes=(16 * MiB, 64 * MiB, 256 * MiB)):
     """The --scale report, as text."""
-    results, ceilings = measure_threads(nbytes, counts, peers, progress, budget)
+    with registration(0):       # (the threads' buffers, met again and again, would be page-locked in place)
+        results, ceilings = measure_threads(nbytes, counts, peers, progress, budget)
     lines = [threads_table(results, ceilings, nbytes, counts), ""]
     if progress:
         progress("a 1 MiB to_gpu beside a 1 GiB one")
     for own, where in ((False, "on the default stream"), (True, "each thread on a non-blocking stream of its own")):
-        alone, beside = latency_beside(budget=budget, own_streams=own)
+        with registration(0):
+            alone, beside = latency_beside(budget=budget, own_streams=own)
         lines.append(f"Beside: a 1 MiB to_gpu takes {alone * 1e6:.0f} us alone and {beside * 1e6:.0f} us while "
-                     f"another thread moves 1 GiB at a time ({beside / alone:.2f}x), {where}")
+                     f"another thread moves 1 GiB at a time ({beside / alone:.2f}x), {where}, registration off")
     lines.append("")
     for down, name, blocking_name in ((False, "to_gpu_async(touched pageable, stream)", "to_gpu"),
                                       (True, "get_async(stream, ary=touched pageable)", "get(ary)")):

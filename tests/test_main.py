@@ -148,6 +148,44 @@ def test_bench_times_the_staged_cases_with_registration_off(monkeypatch):
         pygpu.transfer_config(register_limit=before)
 
 
+def test_scale_report_times_threads_and_beside_with_registration_off(monkeypatch):
+    """--scale's thread table and its small-beside-big latency run with
+    register_limit=0 (their buffers, met again and again, would be
+    page-locked in place after the first round); the limit is as it was
+    after, and the async section runs with it."""
+    from pygpu import bench_scale
+    seen = {}
+
+    def limit():
+        return pygpu.transfer_config()["register_limit"]
+
+    def threads(*args, **kwargs):
+        seen["threads"] = limit()
+        return {}, {}
+
+    def beside(**kwargs):
+        seen["beside"] = limit()
+        return 1e-3, 2e-3
+
+    def overlap(n, budget, down=False):
+        seen["async"] = limit()
+        return 1e-4, 1e-3, 1e-3
+    monkeypatch.setattr(bench_scale, "measure_threads", threads)
+    monkeypatch.setattr(bench_scale, "latency_beside", beside)
+    monkeypatch.setattr(bench_scale, "async_overlap", overlap)
+    monkeypatch.setattr(bench_scale.pygpu, "device_count", lambda: 1)
+    monkeypatch.setattr(bench_scale, "host_floors", lambda *a, **k: {})
+    monkeypatch.setattr(bench_scale, "floors_lines", lambda *a, **k: [])
+    before = limit()
+    pygpu.transfer_config(register_limit=32 << 20)
+    try:
+        text = bench_scale.scale_report(async_sizes=(1 << 20,))
+        assert seen == {"threads": 0, "beside": 0, "async": 32 << 20}, seen
+        assert limit() == 32 << 20 and "registration off" in text
+    finally:
+        pygpu.transfer_config(register_limit=before)
+
+
 class _FakeClock:
     """perf_counter for bench_scale: time moves only when a transfer runs."""
 
