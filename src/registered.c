@@ -235,8 +235,10 @@ static int register_owner(PyArrayObject *own, const char *data, size_t nbytes, s
 int pygpu_registered_prepare(PyObject *arr, const void *p, size_t n)
 {
     pygpu_transfer_config cfg;
+    if (n < PYGPU_REGISTER_MIN)         /* (before the settings' lock: small copies pay nothing) */
+        return 0;
     pygpu_transfer_config_get(&cfg);
-    if (cfg.register_limit == 0 || n < PYGPU_REGISTER_MIN)
+    if (cfg.register_limit == 0)
         return 0;
     PyArrayObject *own = owner_of(arr);
     if (!own)

@@ -194,6 +194,15 @@ static pygpu_status cp_registered(ctx *c, pygpu_side dst, pygpu_side src, int nd
     return r;
 }
 
+/* -1 for a call refused before it queued anything (its exception set),
+ * the device it entered left for `prev` again (>= 0). */
+static int refused_back_to(int prev)
+{
+    if (prev >= 0 && pygpu_rt_set_device(prev) != 0)
+        (void)pygpu_rt_get_last_error();
+    return -1;
+}
+
 int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape,
                ptrdiff_t itemsize, pygpu_stream_t s, int async)
 {
@@ -208,9 +217,7 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
      * it runs when the graph does), or is refused before touching s. */
     int captured = pygpu_stream_capturing(s);
     if (captured && capture_join(st, s, captured, dst, src, nd, shape, itemsize, async, cross) < 0) {
-        if (prev >= 0 && pygpu_rt_set_device(prev) != 0)
-            (void)pygpu_rt_get_last_error();
-        return -1;
+        return refused_back_to(prev);
     }
     /* A synchronous copy between the device and a user's host buffer that
      * transfers meet again: page-locked in place (registered.c), the
@@ -286,9 +293,7 @@ int pygpu_cast(pygpu_state *st, pygpu_side dst, int dtype, pygpu_side src, int s
     if (dst.device >= 0 && pygpu_device_enter(st, dst.device, &prev) < 0)
         return -1;
     if (pygpu_capture_refuse(st, s, 1, "A cast", NULL) < 0) {
-        if (prev >= 0 && pygpu_rt_set_device(prev) != 0)
-            (void)pygpu_rt_get_last_error();
-        return -1;
+        return refused_back_to(prev);
     }
     Py_BEGIN_ALLOW_THREADS
     if (cp_kernels_usable(&c)) {
@@ -400,9 +405,7 @@ int pygpu_fill(pygpu_state *st, pygpu_side dst, int nd, const ptrdiff_t *shape, 
     if (dst.device >= 0 && pygpu_device_enter(st, dst.device, &prev) < 0)
         return -1;
     if ((captured = pygpu_capture_refuse(st, s, 1, "A fill", NULL)) < 0) {
-        if (prev >= 0 && pygpu_rt_set_device(prev) != 0)
-            (void)pygpu_rt_get_last_error();
-        return -1;
+        return refused_back_to(prev);
     }
     Py_BEGIN_ALLOW_THREADS
     if (uniform && pygpu_pair_is_dense(&p, 0, itemsize))
