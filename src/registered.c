@@ -6,8 +6,9 @@
  * DMA does (read from the user's memory, written into a staging buffer,
  * read again by the DMA); with several devices fed at once the host's
  * memory bandwidth runs out first.  A buffer that transfers meet again
- * (the same owner, the same buffer) is registered with the runtime where
- * it lies, and the copies after that are the DMA alone.  The owner is
+ * (the same owner, the same buffer), once enough bytes have moved through
+ * it to pay for it, is registered with the runtime where it lies, and the
+ * copies after that are the DMA alone.  The owner is
  * the NumPy array at the end of the view's base chain that owns its data;
  * a weak reference to it lets the registration go when it is collected.
  * A buffer that moved (the owner resized) is let go at its next meeting,
@@ -40,9 +41,10 @@ typedef struct {
 
 static slot regs[PYGPU_REGISTER_SLOTS];
 static struct {
-    PyObject *wr;               /* the owner met once, weakly */
+    PyObject *wr;               /* an owner met before, weakly */
     const char *data;
     size_t nbytes;
+    size_t moved;               /* the bytes its transfers moved so far */
 } seen[PYGPU_REGISTER_SEEN];
 static uint64_t tick;
 static size_t held;             /* bytes registered */
@@ -261,10 +263,15 @@ int pygpu_registered_prepare(PyObject *arr, const void *p, size_t n)
         r->inflight++;
         return i + 1;
     }
-    /* Met before (the same owner and buffer)?  Then register it. */
+    /* Met before (the same owner and buffer)?  Then register it once
+     * PYGPU_REGISTER_MOVED bytes have moved through it: a registration
+     * costs about as much as two staged copies of the buffer, and a
+     * buffer met only a few times should not pay it. */
     int free_j = -1;
     for (int j = 0; j < PYGPU_REGISTER_SEEN; j++) {
         if (refers_to(seen[j].wr, (PyObject *)own) && seen[j].data == data && seen[j].nbytes == nbytes) {
+            if ((seen[j].moved += n) < PYGPU_REGISTER_MOVED)
+                return 0;
             Py_CLEAR(seen[j].wr);
             int h = register_owner(own, data, nbytes, cfg.register_limit);
             if (h)
@@ -282,6 +289,7 @@ int pygpu_registered_prepare(PyObject *arr, const void *p, size_t n)
     Py_XSETREF(seen[free_j].wr, weakly(own));
     seen[free_j].data = data;
     seen[free_j].nbytes = nbytes;
+    seen[free_j].moved = n;
     return 0;
 }
 

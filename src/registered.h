@@ -13,9 +13,10 @@
 /* A handle (> 0) if the `n` bytes at `p`, in the memory of NumPy array `arr` (any
  * object: only arrays whose base owns its data take part), are page-locked
  * in place now: their owner's buffer registered earlier, or just now
- * because a transfer of at least PYGPU_REGISTER_MIN bytes meets it a second
- * time (within transfer_config's register_limit, the least recently used
- * let go to make room).  0 if not, for whatever reason (registration off,
+ * because transfers of at least PYGPU_REGISTER_MIN bytes met it again and
+ * moved PYGPU_REGISTER_MOVED bytes through it in all (within
+ * transfer_config's register_limit, the least recently used let go to
+ * make room).  0 if not, for whatever reason (registration off,
  * too small, a buffer that moved, a registration the runtime refused):
  * never an error; the copy then goes its usual way. */
 int pygpu_registered_prepare(PyObject *arr, const void *p, size_t n);

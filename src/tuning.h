@@ -52,8 +52,10 @@
 #define PYGPU_PART_MIN ((ptrdiff_t)32 << 10)
 /* The last-level cache's size where the system does not say. See performance.md#streaming-stores-down */
 #define PYGPU_CACHE_BYTES_GUESS ((size_t)32 << 20)
-/* Host buffers that synchronous transfers of at least so many bytes meet twice are page-locked in place. See performance.md#registered-in-place */
-#define PYGPU_REGISTER_MIN ((size_t)4 << 20)
+/* Host buffers that synchronous transfers of at least so many bytes meet again are page-locked in place. See performance.md#registered-in-place */
+#define PYGPU_REGISTER_MIN ((size_t)1 << 20)
+/* ... once these many bytes have moved through them (a second meeting at least), so a registration pays back. See performance.md#registered-in-place */
+#define PYGPU_REGISTER_MOVED ((size_t)64 << 20)
 /* Buffers page-locked in place at once, at most. See performance.md#registered-in-place */
 #define PYGPU_REGISTER_SLOTS 64
 /* Buffers met once that are remembered for a second meeting. See performance.md#registered-in-place */

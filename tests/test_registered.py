@@ -1,7 +1,9 @@
 """Host buffers page-locked in place (transfer_config(register_limit=)):
-a NumPy array's buffer that synchronous transfers of 4 MiB or more meet a
-second time is registered with the runtime where it lies, until its owner
-is collected, the limit needs the room, or registration is turned off.
+a NumPy array's buffer that synchronous transfers of 1 MiB or more meet
+again, once 64 MiB have moved through it in all (a 34 MiB buffer at its
+second meeting, a 4 MiB one at its 16th), is registered with the runtime
+where it lies, until its owner is collected, the limit needs the room, or
+registration is turned off.
 The data are NumPy's either way; registered_stats() counts what is held.
 Only the whole pages inside a buffer are registered (the partial pages at
 either end are shared with malloc's neighbours), and a copy that begins in
@@ -97,6 +99,36 @@ def test_a_buffer_met_twice_is_registered_and_its_views_share_it(limit, rng):
     assert stats()["registered"] == made + 2 and stats()["buffers"] == 2
 
 
+def test_a_buffer_is_registered_once_enough_has_moved_through_it(limit, rng):
+    """A buffer met again is registered once 64 MiB have moved through it
+    (a registration costs about two staged copies of the buffer): 4 MiB at
+    the 16th meeting, 1 MiB at the 64th, up or down alike, the bytes of
+    views counted; a buffer met a few times is never registered."""
+    for n, meetings in ((4 * MiB, 16), (MiB, 64)):
+        made = stats()["registered"]
+        x = rng.integers(0, 255, n, dtype=np.uint8)
+        g = pygpu.to_gpu(x)
+        for k in range(meetings - 2):
+            if k % 2:
+                g.set(x)
+            else:
+                g.get(ary=x)
+        assert stats()["registered"] == made, n
+        np.testing.assert_array_equal(pygpu.to_gpu(x).get(), x)     # (the last meeting)
+        assert stats()["registered"] == made + 1 and pygpu.is_pinned(inside(x)), n
+        del g, x
+        gc.collect()
+    made = stats()["registered"]
+    x = rng.integers(0, 255, 8 * MiB, dtype=np.uint8)
+    for _ in range(4):
+        pygpu.to_gpu(x[: 2 * MiB])                     # (views count their own bytes: 8 MiB in all)
+    for _ in range(6):
+        pygpu.to_gpu(x)
+    assert stats()["registered"] == made               # (56 MiB)
+    pygpu.to_gpu(x)
+    assert stats()["registered"] == made + 1
+
+
 def test_the_owner_collected_lets_its_registration_go(limit):
     x = np.ones(BIG, np.uint8)
     pygpu.to_gpu(x)
@@ -115,12 +147,12 @@ def test_the_owner_collected_lets_its_registration_go(limit):
 
 def test_temporaries_small_and_asynchronous_transfers_are_not_registered(limit):
     made = stats()["registered"]
-    x = np.ones(6 * MiB, np.uint8)
+    x = np.ones(BIG, np.uint8)
     for _ in range(4):
         pygpu.to_gpu(x + 0)                            # a new owner each time, perhaps at the same address
-        pygpu.to_gpu(np.frombuffer(bytes(5 * MiB), np.uint8))   # memory a NumPy array does not own
-    small = np.ones(MiB, np.uint8)
-    for _ in range(3):
+        pygpu.to_gpu(np.frombuffer(bytes(BIG), np.uint8))   # memory a NumPy array does not own
+    small = np.ones(MiB - PAGE, np.uint8)
+    for _ in range(200):
         pygpu.to_gpu(small)
     s = pygpu.Stream()
     for _ in range(3):
@@ -282,8 +314,8 @@ def test_neighbours_of_a_registered_buffer_are_left_alone(limit, rng):
     for _ in range(8):                                  # (8 MiB arrays: on the heap once glibc raised its threshold)
         a = rng.integers(0, 255, 8 * MiB + 100, dtype=np.uint8)
         small = [rng.integers(0, 255, n, dtype=np.uint8) for n in (7, 300, 5000, 70000)]
-        pygpu.to_gpu(a)
-        pygpu.to_gpu(a)
+        for _ in range(8):                              # (64 MiB moved: registered)
+            pygpu.to_gpu(a)
         held.append((a, small))
     assert stats()["buffers"] >= 1
     for a, small in held:
@@ -312,3 +344,39 @@ def test_pages_an_asynchronous_copy_was_queued_on_are_let_go_after_it(limit, rng
     s.synchronize()
     np.testing.assert_array_equal(back, pages)
     np.testing.assert_array_equal(g.get(), pages)
+
+
+def test_a_registered_buffer_copies_its_ends_beside_its_pages(run_python):
+    """A buffer's own copy, whole, up and down: the registered pages by DMA
+    and the partial pages at either end (pageable, under a page each)
+    through one page-locked block, queued together and waited for once
+    (the route says so); the data are NumPy's, the ends included, and
+    the neighbours' bytes past the buffer are not touched."""
+    code = f"""
+        import numpy as np, pygpu
+        pygpu.transfer_config(register_limit=256 << 20)
+        rng = np.random.default_rng(5)
+        for n in ({BIG} + 1000, {BIG} + 3 * {PAGE} // 2, {BIG}):
+            x = rng.integers(0, 255, n, dtype=np.uint8)
+            g = pygpu.to_gpu(x)
+            g = pygpu.to_gpu(x)                             # (met again: registered, then copied)
+            assert pygpu.registered_stats()["buffers"] >= 1
+            np.testing.assert_array_equal(g.get(), x)
+            out = np.zeros(n + 64, np.uint8)[32:-32]
+            g.get(ary=out)
+            g.get(ary=out)                                  # (out registered; its ends come back through the block)
+            np.testing.assert_array_equal(out, x)
+            assert not out.base[:32].any() and not out.base[-32:].any()
+            x2 = x[::-1].copy()
+            g.set(x2)
+            g.set(x2)
+            np.testing.assert_array_equal(g.get(), x2)
+        print("ok")
+    """
+    proc = run_python(code, env={"PYGPU_STAGING_TRACE": "1", "PYGPU_BACKEND": pygpu.backend})
+    assert proc.stdout.strip() == "ok", proc.stdout
+    routes = [line for line in proc.stderr.splitlines() if "page-locked in place" in line]
+    ups = [line for line in routes if " up " in line]
+    downs = [line for line in routes if " down " in line]
+    assert ups and downs, proc.stderr[-3000:]
+    assert all("ends under a page through a page-locked block" in line for line in routes), routes
