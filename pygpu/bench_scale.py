@@ -21,6 +21,10 @@ asynchronous call gives back.
               cudaMemcpy to (from) that device alone (its own link); then
               the same with the host buffers page-locked in place
               (transfer_config(register_limit=)).
+    fresh     get(ary=np.empty(n)), a new array each call, beside its floor:
+              the host filling such a new array from touched memory on 1
+              thread or on the staging's (the page-fault floor), and raw
+              pinned cudaMemcpy down.
     floors    what the host itself allows (host_floors): copies of touched
               pageable memory into page-locked memory (the staging's extra
               pass) and into fresh memory (the page-fault floor), on 1
@@ -346,6 +350,71 @@ def floors_lines(floors, ndev, at_once=None):
     return lines
 
 
+FRESH_SIZES = (1 * MiB, 4 * MiB, 64 * MiB, 256 * MiB)
+
+
+def fill_fresh(nbytes, nthreads, pool=None):
+    """setup() -> (fn, keepalive) for the page-fault floor: each call a new
+    NumPy array of `nbytes` (np.empty, as a fresh download's destination)
+    filled from touched memory, in `nthreads` parts on the threads of
+    `pool` (a ThreadPoolExecutor; none for one thread)."""
+    def setup():
+        src = pageable_array(nbytes)
+        step = -(-nbytes // nthreads)
+
+        def fill():
+            dst = np.empty(nbytes, np.uint8)
+            if nthreads == 1:
+                np.copyto(dst, src)
+            else:
+                list(pool.map(lambda k: np.copyto(dst[k * step:(k + 1) * step], src[k * step:(k + 1) * step]),
+                              range(nthreads)))
+            return dst
+        return fill, src
+    return setup
+
+
+def fresh_downloads(sizes=FRESH_SIZES, budget=0.5, nthreads=None):
+    """{size: (pygpu, floor, raw)} GB/s: get(ary=np.empty(size)), a new
+    array each call; the floor, the host filling such a new array from
+    touched memory (fill_fresh) on 1, 2, 4, 8 or `nthreads` threads (at
+    most `nthreads`; default: the staging's threads), the best; raw pinned cudaMemcpy down (None
+    where it cannot be called)."""
+    from concurrent.futures import ThreadPoolExecutor
+    nthreads = nthreads or max(1, pygpu.transfer_config()["threads"])
+    raw, results = RawCuda(), {}
+    with ThreadPoolExecutor(nthreads) as pool:
+        for n in sizes:
+            g = pygpu.to_gpu(pageable_array(n))
+            mine = n / time_case(lambda: g.get(ary=np.empty(n, np.uint8)), n, budget) / 1e9
+            del g
+            floor = 0.0
+            for t in sorted({1, nthreads} | {k for k in (2, 4, 8) if k < nthreads}):
+                fn, keep = fill_fresh(n, t, pool)()
+                floor = max(floor, n / time_case(fn, n, budget) / 1e9)
+                del keep
+            ceiling = None
+            if raw.available():
+                fn, keep = raw.case("D2H", n)
+                ceiling = n / time_case(fn, n, budget) / 1e9
+                del keep
+            results[n] = (mine, floor, ceiling)
+    return results
+
+
+def fresh_table(results, nthreads=None):
+    nthreads = nthreads or max(1, pygpu.transfer_config()["threads"])
+    lines = [f"Fresh destinations: get(ary=np.empty(n)), a new array each call; GB/s, ratio to the floor (the host "
+             f"filling a new np.empty array from touched memory, on 1 to {nthreads} threads, the best) and to "
+             "raw pinned cudaMemcpy down"]
+    head = f"{'size':>9}{'pygpu':>9}{'floor':>9}{'raw':>9}{'of floor':>10}{'of raw':>9}"
+    lines += [head, "-" * len(head)]
+    for n, (mine, floor, raw) in results.items():
+        lines.append(f"{size_name(n):>9}{mine:9.1f}{floor:9.1f}{(f'{raw:.1f}' if raw else '-'):>9}"
+                     f"{mine / floor:10.2f}{(f'{mine / raw:.2f}' if raw else '-'):>9}")
+    return "\n".join(lines)
+
+
 def devices_at_once_with(limit, nbytes=64 * MiB, budget=0.5):
     """(devices_at_once's results, registered_stats() after) with
     transfer_config(register_limit=limit) for the run, then as it was."""
@@ -388,7 +457,7 @@ def at_once_table(results, nbytes):
 
 
 def scale_report(nbytes=64 * MiB, counts=THREADS, peers=("cupy", "torch"), progress=None, budget=0.5,
-                 async_sizes=(16 * MiB, 64 * MiB, 256 * MiB)):
+                 async_sizes=(16 * MiB, 64 * MiB, 256 * MiB), fresh_sizes=FRESH_SIZES):
     """The --scale report, as text."""
     with registration(0):       # (the threads' buffers, met again and again, would be page-locked in place)
         results, ceilings = measure_threads(nbytes, counts, peers, progress, budget)
@@ -411,6 +480,9 @@ def scale_report(nbytes=64 * MiB, counts=THREADS, peers=("cupy", "torch"), progr
             call, total, blocking = async_overlap(n, budget, down=down)
             lines.append(f"  {size_name(n):>8}: call {call * 1e3:.2f} ms of {total * 1e3:.2f} ms "
                          f"({call / total:.2f}); {blocking_name} {blocking * 1e3:.2f} ms ({blocking / total:.2f})")
+    if progress:
+        progress("downloads into fresh arrays, and the host's fill of them")
+    lines += ["", fresh_table(fresh_downloads(fresh_sizes, budget))]
     at_once = None
     if pygpu.device_count() >= 2:
         if progress:

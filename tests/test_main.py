@@ -116,6 +116,24 @@ def test_bench_ceiling_keeps_the_faster_of_two_measurements(monkeypatch):
     assert bench.ceiling(res, "H2D pageable", 1 << 20) == (1 << 20) / 1.0 / 1e9
 
 
+def test_bench_reused_cases_meet_their_buffer_until_it_is_registered():
+    """The "reused" cases move 64 MiB through their buffer before the timed
+    copies (registration waits for that), so that they time the DMA alone;
+    the staged ones register nothing."""
+    from pygpu import bench
+    before = pygpu.transfer_config()["register_limit"]
+    pygpu.transfer_config(register_limit=64 << 20)
+    try:
+        for name, more in (("H2D pageable", 0), ("H2D pageable reused", 1), ("D2H pageable reused", 1)):
+            made = pygpu.registered_stats()["registered"]
+            fn, keep = bench.pygpu_cases(1 << 20)[name]()
+            assert pygpu.registered_stats()["registered"] == made + more, name
+            fn()
+            del fn, keep
+    finally:
+        pygpu.transfer_config(register_limit=before)
+
+
 def test_bench_times_the_staged_cases_with_registration_off(monkeypatch):
     """The bench's pageable cases that show the staging path run with
     register_limit=0 (a buffer met again would be page-locked in place and
@@ -176,12 +194,14 @@ def test_scale_report_times_threads_and_beside_with_registration_off(monkeypatch
     monkeypatch.setattr(bench_scale.pygpu, "device_count", lambda: 1)
     monkeypatch.setattr(bench_scale, "host_floors", lambda *a, **k: {})
     monkeypatch.setattr(bench_scale, "floors_lines", lambda *a, **k: [])
+    monkeypatch.setattr(bench_scale, "fresh_downloads", lambda *a, **k: {1 << 20: (2.0, 4.0, None)})
     before = limit()
     pygpu.transfer_config(register_limit=32 << 20)
     try:
         text = bench_scale.scale_report(async_sizes=(1 << 20,))
         assert seen == {"threads": 0, "beside": 0, "async": 32 << 20}, seen
         assert limit() == 32 << 20 and "registration off" in text
+        assert "Fresh destinations" in text and "    1 MiB      2.0      4.0        -      0.50" in text, text
     finally:
         pygpu.transfer_config(register_limit=before)
 
@@ -282,15 +302,37 @@ def test_scale_devices_at_once_runs_each_thread_on_its_own_device():
         assert all(r[2] > 0 and r[3] > 0 for r in rows)
     text = bench_scale.at_once_table(res, 1 << 16)
     assert text.count("to_gpu ") == pygpu.device_count() and text.count("get(ary) ") == pygpu.device_count()
-    # and with the host buffers page-locked in place: registered (8 MiB buffers, met again), then off as before
+    # and with the host buffers page-locked in place: registered (32 MiB buffers, met again), then off as before
     made = pygpu.registered_stats()["registered"]
     before = pygpu.transfer_config()["register_limit"]
-    text = bench_scale.registered_at_once(8 << 20, budget=0.02, limit=1 << 30)
+    text = bench_scale.registered_at_once(32 << 20, budget=0.02, limit=1 << 30)
     assert "page-locked in place (register_limit=1 GiB" in text and text.count("to_gpu ") == pygpu.device_count()
     assert pygpu.registered_stats()["registered"] >= made + 2 * pygpu.device_count()
     assert pygpu.transfer_config()["register_limit"] == before
-    text = bench_scale.registered_at_once(8 << 20, budget=0.02, limit=0)
+    text = bench_scale.registered_at_once(32 << 20, budget=0.02, limit=0)
     assert "registration off" in text and pygpu.registered_stats()["registered"] >= made + 2 * pygpu.device_count()
+
+
+def test_scale_fresh_downloads_stand_beside_the_hosts_fill_of_new_arrays():
+    """--scale's fresh section: get(ary=np.empty(n)) against the host
+    filling new arrays (in parts on several threads, the same bytes as one
+    copy), each size measured, the ratios printed."""
+    from concurrent.futures import ThreadPoolExecutor
+    from pygpu import bench_scale
+    with ThreadPoolExecutor(3) as pool:
+        fill, src = bench_scale.fill_fresh((1 << 16) + 5, 3, pool)()
+        np.testing.assert_array_equal(fill(), src)
+    fill, src = bench_scale.fill_fresh(1000, 1)()
+    np.testing.assert_array_equal(fill(), src)
+    res = bench_scale.fresh_downloads((1 << 16, 1 << 20), budget=0.01, nthreads=3)
+    assert list(res) == [1 << 16, 1 << 20]
+    for mine, floor, raw in res.values():
+        assert mine > 0 and floor > 0 and (raw is None) == (pygpu.backend != "cuda")
+    lines = bench_scale.fresh_table(res, 3).splitlines()
+    assert "on 1 to 3 threads" in lines[0] and lines[1].split() == ["size", "pygpu", "floor", "raw", "of", "floor",
+                                                                   "of", "raw"]
+    assert lines[3].split()[:2] == ["64", "KiB"] and lines[4].split()[:2] == ["1", "MiB"]
+    assert float(lines[4].split()[5]) == pytest.approx(res[1 << 20][0] / res[1 << 20][1], abs=0.01)
 
 
 def test_scale_host_floors_measure_each_floor_on_one_and_many_threads(monkeypatch):
