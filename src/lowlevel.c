@@ -163,6 +163,32 @@ static PyObject *ll_host_unregister(PyObject *m, PyObject *arg)
     return PyLong_FromLong(s);
 }
 
+/* _stream_begin_capture(handle, mode=0) and _stream_end_capture(handle):
+ * the runtime's own status, for the tests of what PyGPU's calls do under
+ * a capture (PyGPU begins none itself; the graph ended is discarded). */
+static PyObject *ll_stream_begin_capture(PyObject *m, PyObject *args)
+{
+    PyObject *handle;
+    void *s;
+    int mode = PYGPU_CAPTURE_MODE_GLOBAL;
+    (void)m;
+    if (!PyArg_ParseTuple(args, "O|i:_stream_begin_capture", &handle, &mode) || address_arg(handle, &s) < 0)
+        return NULL;
+    if (mode < PYGPU_CAPTURE_MODE_GLOBAL || mode > PYGPU_CAPTURE_MODE_RELAXED)
+        return PyErr_Format(PyExc_ValueError, "_stream_begin_capture(): mode must be 0 (global), 1 (thread-local) "
+                            "or 2 (relaxed), not %d", mode);
+    return PyLong_FromLong(pygpu_rt_stream_begin_capture((pygpu_stream_t)s, mode));
+}
+
+static PyObject *ll_stream_end_capture(PyObject *m, PyObject *arg)
+{
+    void *s;
+    (void)m;
+    if (address_arg(arg, &s) < 0)
+        return NULL;
+    return PyLong_FromLong(pygpu_rt_stream_end_capture((pygpu_stream_t)s));
+}
+
 static PyMethodDef lowlevel_methods[] = {
     {"_get_last_error", (PyCFunction)(void (*)(void))ll_get_last_error, METH_VARARGS | METH_KEYWORDS,
      "_get_last_error(peek=False)\n--\n\nThe runtime's last error code (cleared unless `peek`)."},
@@ -170,6 +196,12 @@ static PyMethodDef lowlevel_methods[] = {
      "_device_reset()\n--\n\nReset the current device (every allocation on it dies); the status code."},
     {"_host_register", ll_host_register, METH_VARARGS,
      "_host_register(address, nbytes, /)\n--\n\nPage-lock host memory; the status code."},
+    {"_stream_begin_capture", ll_stream_begin_capture, METH_VARARGS,
+     "_stream_begin_capture(handle, mode=0, /)\n--\n\nBegin a graph capture of the stream (0 global, 1 "
+     "thread-local, 2 relaxed; for tests); the status code."},
+    {"_stream_end_capture", ll_stream_end_capture, METH_O,
+     "_stream_end_capture(handle, /)\n--\n\nEnd the stream's graph capture, its graph discarded (for tests); "
+     "the status code."},
     {"_host_unregister", ll_host_unregister, METH_O,
      "_host_unregister(address, /)\n--\n\nUndo _host_register; the status code."},
     {0},

@@ -20,8 +20,11 @@
 
 /* ---- DeviceAllocation ---------------------------------------------------- */
 
-/* Free `ptr` (pooled, IPC or plain) on device `dev`, ordered on `stream`. */
-static pygpu_status free_on(void *ptr, int dev, int pooled, int ipc, pygpu_stream_t stream)
+/* Free `ptr` (pooled, IPC or plain) on device `dev`, ordered on `stream`;
+ * with `kept` (pooled memory only), not while a capture records `stream`
+ * (or it is the legacy stream while a stream that waits for it is
+ * captured): then *kept = 1 and nothing is freed. */
+static pygpu_status free_on(void *ptr, int dev, int pooled, int ipc, pygpu_stream_t stream, int *kept)
 {
     int prev = -1;
     if (pygpu_fork_broken())
@@ -30,7 +33,10 @@ static pygpu_status free_on(void *ptr, int dev, int pooled, int ipc, pygpu_strea
         pygpu_rt_set_device(dev);
     else
         prev = -1;
-    pygpu_status s = pooled ? pygpu_rt_free_async(ptr, stream) : ipc ? pygpu_rt_ipc_free(ptr) : pygpu_rt_free(ptr);
+    if (kept)
+        *kept = pooled && pygpu_stream_capturing(stream) != PYGPU_CAPTURE_NONE;
+    pygpu_status s = kept && *kept ? 0
+                   : pooled ? pygpu_rt_free_async(ptr, stream) : ipc ? pygpu_rt_ipc_free(ptr) : pygpu_rt_free(ptr);
     if (prev >= 0)
         pygpu_rt_set_device(prev);
     return s;
@@ -65,24 +71,76 @@ void pygpu_cache_flush(pygpu_state *st)
     pygpu_block_cache *c = &st->cache;
     while (c->n > 0) {
         c->n--;
-        if (free_on(c->block[c->n].ptr, c->block[c->n].device, 1, 0, PYGPU_STREAM_NULL) != 0)
+        if (free_on(c->block[c->n].ptr, c->block[c->n].device, 1, 0, PYGPU_STREAM_NULL, NULL) != 0)
             (void)pygpu_rt_get_last_error();
     }
 }
 
-/* Give the allocation back; the raw status (no Python error set). */
+/* Keep the pooled allocation of `m` on st's put-off list (its stream,
+ * and the Stream that owns it, with it); 1 if kept. */
+static int put_off(pygpu_state *st, PyGPUMemory *m)
+{
+    pygpu_put_off *q = &st->put_off;
+    if (q->n == q->cap) {
+        int cap = q->cap ? 2 * q->cap : 8;
+        void *more = PyMem_Realloc(q->item, (size_t)cap * sizeof *q->item);
+        if (!more)
+            return 0;
+        q->item = more;
+        q->cap = cap;
+    }
+    q->item[q->n].ptr = m->ptr;
+    q->item[q->n].device = m->device;
+    q->item[q->n].stream = m->stream;
+    q->item[q->n++].stream_ref = m->stream_ref;     /* (the reference moves) */
+    m->stream_ref = NULL;
+    return 1;
+}
+
+void pygpu_memory_put_off_retry(pygpu_state *st)
+{
+    pygpu_put_off *q = &st->put_off;
+    for (int i = 0; i < q->n;) {
+        int kept = 0;
+        pygpu_status s = free_on(q->item[i].ptr, q->item[i].device, 1, 0, q->item[i].stream, &kept);
+        if (kept) {
+            i++;
+            continue;
+        }
+        if (s != 0)
+            (void)pygpu_rt_get_last_error();
+        Py_CLEAR(q->item[i].stream_ref);
+        q->item[i] = q->item[--q->n];
+    }
+}
+
+void pygpu_memory_put_off_clear(pygpu_state *st)
+{
+    pygpu_memory_put_off_retry(st);
+    for (int i = 0; i < st->put_off.n; i++)     /* (still captured as the module goes: left to the process's end) */
+        Py_CLEAR(st->put_off.item[i].stream_ref);
+    PyMem_Free(st->put_off.item);
+    st->put_off = (pygpu_put_off){0};
+}
+
+/* Give the allocation back; the raw status (no Python error set).  A
+ * pooled one whose stream a capture records waits on the put-off list. */
 static pygpu_status release(PyGPUMemory *m)
 {
     pygpu_status s = 0;
+    int kept = 0;
     if (!m->ptr) {              /* (nothing allocated: zero bytes, or it failed) */
         m->freed = 1;
         Py_CLEAR(m->stream_ref);
         return 0;
     }
     /* (a DeviceAllocation's type is always this module's: no error to clear) */
-    pygpu_state *st = m->cacheable ? pygpu_state_of((PyObject *)m) : NULL;
-    if (!st || !cache_put(&st->cache, m->ptr, m->capacity, m->device))
-        s = free_on(m->ptr, m->device, m->pooled, m->ipc, m->stream);
+    pygpu_state *st = m->cacheable || m->pooled ? pygpu_state_of((PyObject *)m) : NULL;
+    if (!st || !m->cacheable || !cache_put(&st->cache, m->ptr, m->capacity, m->device)) {
+        s = free_on(m->ptr, m->device, m->pooled, m->ipc, m->stream, st ? &kept : NULL);
+        if (kept)       /* (no memory for the list, the extreme case: the block is lost, the capture kept) */
+            (void)put_off(st, m);
+    }
     m->ptr = NULL;
     m->freed = 1;
     Py_CLEAR(m->stream_ref);
@@ -130,6 +188,8 @@ PyObject *pygpu_memory_new(pygpu_state *st, size_t nbytes, PyObject *stream, con
     } else if (pygpu_stream_for(st, stream, dev, "allocation", &h) < 0) {
         goto done;
     }
+    if (st->put_off.n)          /* (frees a capture put off, where it has ended) */
+        pygpu_memory_put_off_retry(st);
     /* (memory allocated by a capture is the graph's, valid only while it runs) */
     if (pygpu_capture_refuse(st, h, 0, "An allocation", "Allocate the arrays before the capture begins: work on "
                              "them joins it.") < 0)

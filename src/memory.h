@@ -31,6 +31,13 @@ int pygpu_memory_init(PyObject *m, pygpu_state *st);
 
 /* Give every block of the module's cache back to the pool. */
 void pygpu_cache_flush(pygpu_state *st);
+/* Free the allocations whose free a graph capture put off (a
+ * DeviceAllocation given back while a capture recorded its stream), those
+ * whose capture has ended; the next allocation calls it. */
+void pygpu_memory_put_off_retry(pygpu_state *st);
+/* The same as the module goes; what is still captured is left, and the
+ * list with it. */
+void pygpu_memory_put_off_clear(pygpu_state *st);
 int pygpu_memory_functions_init(PyObject *m);
 
 #endif /* PYGPU_MEMORY_H */

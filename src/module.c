@@ -140,6 +140,8 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg)
     Py_VISIT(st->devices);
     Py_VISIT(st->null_stream);
     Py_VISIT(st->per_thread_stream);
+    for (int i = 0; i < st->put_off.n; i++)
+        Py_VISIT(st->put_off.item[i].stream_ref);
     return pygpu_names_visit(st, visit, arg);
 }
 
@@ -147,6 +149,7 @@ static int module_clear(PyObject *m)
 {
     pygpu_state *st = pygpu_module_state(m);
     pygpu_cache_flush(st);
+    pygpu_memory_put_off_clear(st);
     Py_CLEAR(st->devices);
     Py_CLEAR(st->null_stream);
     Py_CLEAR(st->per_thread_stream);

@@ -34,6 +34,15 @@ typedef struct {
     struct { void *ptr; size_t size; int device; } block[PYGPU_CACHE_SLOTS];
 } pygpu_block_cache;
 
+/* Device memory whose stream-ordered free a graph capture put off (the
+ * capture records its stream: a free queued there would be a free node,
+ * which must free the graph's own allocation), freed once it has ended
+ * (memory.c). */
+typedef struct {
+    int n, cap;
+    struct { void *ptr; int device; pygpu_stream_t stream; PyObject *stream_ref; } *item;
+} pygpu_put_off;
+
 #define PYGPU_XCACHE_SLOTS 8
 typedef struct { PyTypeObject *type; unsigned int tag; const void *api; } pygpu_xcache_entry;
 
@@ -67,6 +76,7 @@ typedef struct {
     int use_pool;               /* allocate from the stream-ordered pool */
     int use_cache;              /* keep a pygpu_block_cache in front of it */
     pygpu_block_cache cache;
+    pygpu_put_off put_off;      /* frees a capture put off (memory.c) */
     pygpu_names names;          /* interned names and constants (names.c) */
     /* The DLPack exchange API of the types last imported from (dlpack_exchange.c):
      * a borrowed type pointer made safe by its version tag (a type's tag

@@ -9,6 +9,7 @@ ones report a capture (in a child process), so that the rules run on CI;
 on CUDA a capture begun by CuPy on a stream handed over is ended and its
 graph launched, and the data it moved checked against NumPy.
 """
+import gc
 import subprocess
 import sys
 import textwrap
@@ -216,3 +217,91 @@ def test_the_legacy_stream_is_refused_under_a_global_capture(cp):
     graph.launch(cs)
     cs.synchronize()
     np.testing.assert_array_equal(a.get(), host)
+
+
+# ---- memory given back under a capture ------------------------------------------------------
+
+@pytest.mark.parametrize("mode", [0, 2])
+def test_an_array_freed_while_its_stream_is_captured_waits_for_the_capture_to_end(mode, run_python):
+    """An array given back while a capture records its stream (begun by
+    the backend's own call, here in global or relaxed mode): a free queued
+    there would be a free node for memory the graph did not allocate,
+    which the runtime refuses (and the memory would be lost); it is put off
+    until the capture has ended, freed at the next allocation, the capture
+    valid all along.  (A child process: on the host backend its device
+    memory is counted against PYGPU_HOST_MEMORY.)"""
+    code = f"""
+        import gc, numpy as np, pygpu
+        lib = pygpu.backend_module
+
+        def free_memory():
+            pygpu.synchronize()
+            pygpu.trim_memory_pool(0)
+            return pygpu.mem_get_info()[0]
+        n = 4 << 20                                 # (16 MiB of float32: past the block cache, from the pool)
+        s = pygpu.Stream(non_blocking=True)
+        b = pygpu.zeros(n, np.float32, stream=s)
+        before = free_memory()
+        data = np.random.default_rng(1).standard_normal(n).astype(np.float32)
+        a = pygpu.to_gpu(data, stream=s)
+        held = free_memory()
+        assert held <= before - (14 << 20), (before, held)
+        assert lib._stream_begin_capture(s.handle, {mode}) == 0
+        try:
+            with s:
+                b[...] = a                          # (joins the capture)
+                b[: n // 2].fill(1.0)
+            del a                                   # (its free put off)
+            gc.collect()
+        finally:
+            assert lib._stream_end_capture(s.handle) == 0   # (the capture was valid to its end)
+        if pygpu.backend == "host":
+            assert free_memory() == held            # (still held: not freed, not lost)
+        pygpu.empty(8, np.uint8, stream=s)          # (the next allocation frees it)
+        after = free_memory()
+        assert after >= before - (2 << 20), (before, held, after)
+        b[...] = pygpu.to_gpu(data, stream=s)
+        s.synchronize()
+        assert (b.get() == data).all()
+        print("ok")
+    """
+    env = {"PYGPU_BACKEND": pygpu.backend, "PYGPU_HOST_MEMORY": "1G"}
+    proc = run_python(code, env=env)
+    assert proc.stdout.strip() == "ok", proc.stdout + proc.stderr
+
+
+def test_a_capture_that_never_ends_keeps_what_it_put_off(run_python):
+    """Memory whose free a capture put off, the capture still on when the
+    process ends: no crash, no error at exit."""
+    code = """
+        import gc, numpy as np, pygpu
+        s = pygpu.Stream(non_blocking=True)
+        a = pygpu.zeros(1 << 22, np.float32, stream=s)
+        s.synchronize()
+        assert pygpu.backend_module._stream_begin_capture(s.handle, 2) == 0
+        del a
+        gc.collect()
+        print("ok")
+    """
+    proc = run_python(code, env={"PYGPU_BACKEND": pygpu.backend})
+    assert proc.stdout.strip() == "ok" and "Error" not in proc.stderr, proc.stderr
+
+
+def test_the_legacy_streams_array_freed_under_a_global_capture(cp):
+    """An array of the legacy stream (past the block cache: given back to
+    the pool there) freed while a blocking stream is captured in global
+    mode: using the legacy stream would break that capture, so the free is
+    put off, and the capture ends valid."""
+    cs = cp.cuda.Stream(non_blocking=False)
+    a = pygpu.zeros(1 << 20, np.float32)
+    pygpu.synchronize()
+    cs.begin_capture(mode=GLOBAL)
+    try:
+        del a
+        gc.collect()
+    finally:
+        graph = cs.end_capture()                    # (raises if the capture was broken)
+    graph.launch(cs)
+    cs.synchronize()
+    pygpu.zeros(8, np.float32)                      # (the put-off free goes)
+    pygpu.synchronize()

@@ -145,6 +145,16 @@ pygpu_status pygpu_rt_stream_query(pygpu_stream_t s);   /* 0 done, not-ready pen
  * PYGPU_HOST_CAPTURE=1. */
 enum pygpu_capture { PYGPU_CAPTURE_NONE, PYGPU_CAPTURE_ACTIVE, PYGPU_CAPTURE_INVALIDATED, PYGPU_CAPTURE_IMPLICIT };
 pygpu_status pygpu_rt_stream_capturing(pygpu_stream_t s, int *capturing);
+/* Begin a capture of stream s in `mode`, and end it (its graph
+ * discarded): for the tests of what PyGPU's calls do under a capture
+ * (PyGPU begins none of its own).  The host backend keeps the streams
+ * being captured in a table that stream_capturing reads, and its
+ * stream-ordered allocations note whether a capture made them: freeing
+ * one that it did not on a stream being captured is refused with invalid
+ * value, as CUDA refuses it (a free node must free the graph's own). */
+enum pygpu_capture_mode { PYGPU_CAPTURE_MODE_GLOBAL, PYGPU_CAPTURE_MODE_THREAD_LOCAL, PYGPU_CAPTURE_MODE_RELAXED };
+pygpu_status pygpu_rt_stream_begin_capture(pygpu_stream_t s, int mode);
+pygpu_status pygpu_rt_stream_end_capture(pygpu_stream_t s);
 /* Queue host function fn(arg) on stream s: it runs once the work queued
  * before it is done, and the work queued after it waits for it to return.
  * fn must make no runtime call (the host runtime runs it at once). */

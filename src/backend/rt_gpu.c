@@ -432,6 +432,23 @@ pygpu_status pygpu_rt_stream_capturing(pygpu_stream_t s, int *capturing)
     return e;
 }
 
+pygpu_status pygpu_rt_stream_begin_capture(pygpu_stream_t s, int mode)
+{
+    enum RT(StreamCaptureMode) m = mode == PYGPU_CAPTURE_MODE_RELAXED ? RT(StreamCaptureModeRelaxed)
+                                 : mode == PYGPU_CAPTURE_MODE_THREAD_LOCAL ? RT(StreamCaptureModeThreadLocal)
+                                 : RT(StreamCaptureModeGlobal);
+    return RT(StreamBeginCapture)(S(s), m);
+}
+
+pygpu_status pygpu_rt_stream_end_capture(pygpu_stream_t s)
+{
+    RT(Graph_t) g = NULL;
+    rt_error e = RT(StreamEndCapture)(S(s), &g);
+    if (g)
+        (void)RT(GraphDestroy)(g);
+    return e;
+}
+
 pygpu_status pygpu_rt_stream_wait_event(pygpu_stream_t s, pygpu_event_t e)
 {
     return RT(StreamWaitEvent)(S(s), E(e), 0);

@@ -376,6 +376,7 @@ static pygpu_status block_alloc(void **p, size_t n, int counted)
     ((size_t *)base)[0] = n;
     ((size_t *)base)[1] = (size_t)counted;
     ((size_t *)base)[2] = cap;
+    ((size_t *)base)[3] = 0;            /* (not a capture's: malloc_async) */
     *p = (char *)base + HEADER;
     return H_SUCCESS;
 }
@@ -396,17 +397,32 @@ static pygpu_status block_free(void *p)
 pygpu_status pygpu_rt_malloc(void **p, size_t n) { config(); return block_alloc(p, n, 1); }
 pygpu_status pygpu_rt_free(void *p) { return block_free(p); }
 
+/* Whether stream s is being captured (the host's graph allocations:
+ * below). */
+static int capturing_now(pygpu_stream_t s)
+{
+    int how = PYGPU_CAPTURE_NONE;
+    (void)pygpu_rt_stream_capturing(s, &how);
+    return how != PYGPU_CAPTURE_NONE;
+}
+
+/* A block's header notes whether a capture allocated it (word 3), as a
+ * graph's allocation is the only memory a free on a stream being captured
+ * may take. */
 pygpu_status pygpu_rt_malloc_async(void **p, size_t n, pygpu_stream_t s, int *pooled)
 {
-    (void)s;
     *pooled = 1;
     config();
-    return block_alloc(p, n, 1);
+    pygpu_status r = block_alloc(p, n, 1);
+    if (r == H_SUCCESS && *p)
+        ((size_t *)((char *)*p - HEADER))[3] = (size_t)capturing_now(s);
+    return r;
 }
 
 pygpu_status pygpu_rt_free_async(void *p, pygpu_stream_t s)
 {
-    (void)s;
+    if (p && capturing_now(s) && !((size_t *)((char *)p - HEADER))[3])
+        return fail(H_INVALID_VALUE);
     return block_free(p);
 }
 
@@ -558,11 +574,58 @@ pygpu_status pygpu_rt_stream_destroy(pygpu_stream_t s)
 pygpu_status pygpu_rt_stream_synchronize(pygpu_stream_t s) { (void)s; return H_SUCCESS; }
 pygpu_status pygpu_rt_stream_query(pygpu_stream_t s) { (void)s; return H_SUCCESS; }
 
+/* The streams being captured (stream_begin_capture), by handle: no
+ * handle is read (a stream may be any other library's). */
+#define HOST_CAPTURES 16
+static pygpu_stream_t captured[HOST_CAPTURES];
+static pthread_mutex_t captured_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Its index in `captured`, or -1 (the lock held). */
+static int captured_at(pygpu_stream_t s)
+{
+    for (int i = 0; i < HOST_CAPTURES; i++)
+        if (captured[i] == s && s)
+            return i;
+    return -1;
+}
+
 pygpu_status pygpu_rt_stream_capturing(pygpu_stream_t s, int *capturing)
 {
-    config();       /* (any handle but the default streams': no handle is read) */
-    *capturing = special_stream(s) ? PYGPU_CAPTURE_NONE : capture_all;
+    config();
+    *capturing = PYGPU_CAPTURE_NONE;
+    if (special_stream(s))
+        return H_SUCCESS;
+    pthread_mutex_lock(&captured_lock);
+    *capturing = captured_at(s) >= 0 ? PYGPU_CAPTURE_ACTIVE : capture_all;
+    pthread_mutex_unlock(&captured_lock);
     return H_SUCCESS;
+}
+
+pygpu_status pygpu_rt_stream_begin_capture(pygpu_stream_t s, int mode)
+{
+    (void)mode;
+    int i = -1;
+    if (special_stream(s))
+        return fail(H_INVALID_VALUE);       /* (the default streams cannot be captured) */
+    pthread_mutex_lock(&captured_lock);
+    if (captured_at(s) < 0)                 /* (not twice; a free place in the table) */
+        for (int k = 0; k < HOST_CAPTURES && i < 0; k++)
+            if (!captured[k])
+                i = k;
+    if (i >= 0)
+        captured[i] = s;
+    pthread_mutex_unlock(&captured_lock);
+    return i < 0 ? fail(H_INVALID_VALUE) : H_SUCCESS;
+}
+
+pygpu_status pygpu_rt_stream_end_capture(pygpu_stream_t s)
+{
+    pthread_mutex_lock(&captured_lock);
+    int i = captured_at(s);
+    if (i >= 0)
+        captured[i] = NULL;
+    pthread_mutex_unlock(&captured_lock);
+    return i < 0 ? fail(H_INVALID_VALUE) : H_SUCCESS;
 }
 
 typedef struct { double t; int recorded; unsigned flags; } host_event;
