@@ -52,6 +52,12 @@
 #define PYGPU_PART_MIN ((ptrdiff_t)32 << 10)
 /* The last-level cache's size where the system does not say. See performance.md#streaming-stores-down */
 #define PYGPU_CACHE_BYTES_GUESS ((size_t)32 << 20)
+/* A synchronous DMA of page-locked memory this big or bigger goes in pieces... See performance.md#dma-pieces */
+#define PYGPU_DMA_PIECES_FROM ((size_t)16 << 20)
+/* ... of this many bytes... See performance.md#dma-pieces */
+#define PYGPU_DMA_PIECE ((size_t)4 << 20)
+/* ... at most this many queued at a time, so that another transfer waits for a piece, not for all. See performance.md#dma-pieces */
+#define PYGPU_DMA_QUEUED 2
 /* Host buffers that synchronous transfers of at least so many bytes meet again are page-locked in place. See performance.md#registered-in-place */
 #define PYGPU_REGISTER_MIN ((size_t)1 << 20)
 /* ... once these many bytes have moved through them (a second meeting at least), so a registration pays back. See performance.md#registered-in-place */

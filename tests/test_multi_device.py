@@ -171,6 +171,9 @@ def test_streams_and_events_on_each_device():
 
 @two
 def test_device_memory_is_freed_on_its_device():
+    with pygpu.Device(1):       # (the pool's first reservation there, before the count)
+        pygpu.empty(1 << 20, np.uint8)
+    pygpu.Device(1).synchronize()
     free0 = pygpu.Device(1).mem_info()[0]
     for _ in range(20):
         with pygpu.Device(1):
@@ -630,7 +633,8 @@ def test_host_emulation(peer):
 TWO_DEVICES_AT_ONCE = r"""
 import sys, threading
 import numpy as np, pygpu
-pygpu.transfer_config(min_bytes=0, chunk=256 << 10, depth=4)      # (buffers of 1 MiB)
+pygpu.transfer_config(min_bytes=0, chunk=256 << 10, depth=4,      # (buffers of 1 MiB)
+                      register_limit=0)                             # (staged every time: not page-locked in place)
 rng = np.random.default_rng(11)
 mine = rng.standard_normal((2 << 20) // 8)                          # 2 MiB: fills the buffers
 other = rng.integers(0, 1 << 30, (3 << 20) // 4, dtype=np.int32)  # 3 MiB, uploaded beside it

@@ -380,3 +380,43 @@ def test_a_registered_buffer_copies_its_ends_beside_its_pages(run_python):
     downs = [line for line in routes if " down " in line]
     assert ups and downs, proc.stderr[-3000:]
     assert all("ends under a page through a page-locked block" in line for line in routes), routes
+
+
+@pytest.mark.skipif(pygpu.backend != "host", reason="PYGPU_HOST_FAIL_COPY is the host backend's")
+def test_a_big_registered_copy_goes_in_pieces(run_python):
+    """A waited-for copy of 16 MiB or more of page-locked pages goes in
+    pieces of 4 MiB, two queued at a time (one DMA of 1 GiB held a small
+    transfer beside it for all of its time): the last piece, of the pages'
+    length modulo 4 MiB, is a copy of its own, which PYGPU_HOST_FAIL_COPY
+    fails here (the copy raises, naming the call); unfailed, every byte is
+    NumPy's."""
+    code = f"""
+        import numpy as np, pygpu
+        pygpu.transfer_config(register_limit=1 << 30)
+        x = np.random.default_rng(3).integers(0, 255, 40 * {MiB} + 12345, dtype=np.uint8)
+        lo = -x.ctypes.data % {PAGE}
+        last = (x.size - lo) // {PAGE} * {PAGE} % (4 * {MiB})
+        print(last, flush=True)
+        g = pygpu.to_gpu(x)                             # (staged: its DMAs are the staging's chunks)
+        try:
+            pygpu.to_gpu(x)                             # (met again, 80 MiB moved: registered, in pieces)
+        except pygpu.GPUError as e:
+            print("raised", "MemcpyAsync" in str(e))
+        assert pygpu.registered_stats()["buffers"] == 1
+    """
+    # (the same process up to there, so the same addresses: the last piece's size)
+    probe = run_python(code.replace("g = pygpu.to_gpu(x)", "raise SystemExit"), env={"PYGPU_BACKEND": "host"},
+                       check=False)
+    last = int(probe.stdout.split()[0])
+    assert last and last % PAGE == 0
+    proc = run_python(code, env={"PYGPU_BACKEND": "host", "PYGPU_HOST_FAIL_COPY": f"{last}:0"})
+    assert "raised True" in proc.stdout, proc.stdout + proc.stderr
+    ok = run_python(code.replace("except pygpu.GPUError", "except ZeroDivisionError") + """
+        np.testing.assert_array_equal(pygpu.to_gpu(x).get(), x)
+        out = np.zeros_like(x)
+        for _ in range(3):
+            g.get(ary=out)
+        np.testing.assert_array_equal(out, x)
+        print("ok")
+    """, env={"PYGPU_BACKEND": "host"})
+    assert ok.stdout.split()[-1] == "ok", ok.stdout

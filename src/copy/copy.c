@@ -174,8 +174,7 @@ static pygpu_status ends_through_block(ctx *c, pygpu_side dst, pygpu_side src, p
         memcpy(blk + head, host + b, tail);
     }
     /* (the pages first: the ends' small copies run behind them) */
-    pygpu_status r = blame(c, pygpu_rt_memcpy_async(dst.ptr + a, src.ptr + a, (size_t)(b - a), kind, c->s),
-                           "MemcpyAsync");
+    pygpu_status r = cp_dma(c, dst.ptr + a, src.ptr + a, (size_t)(b - a), kind);
     if (r == 0 && head)
         r = blame(c, pygpu_rt_memcpy_async(up ? dst.ptr : blk, up ? blk : src.ptr, head, kind, c->s), "MemcpyAsync");
     if (r == 0 && tail)

@@ -71,6 +71,13 @@ typedef struct {                /* temporary buffers of one plan */
     int dev_pooled;
 } temps;
 
+/* One dense copy of `n` bytes between host memory and the device (`kind`)
+ * on c->s; waited for by the caller (not c->async), of page-locked host
+ * memory and from PYGPU_DMA_PIECES_FROM bytes, it goes in pieces of PYGPU_DMA_PIECE bytes,
+ * at most PYGPU_DMA_QUEUED of them queued at a time, so that another
+ * transfer on the device waits for a piece, not for all of it.  Returns
+ * once the last piece is queued. */
+pygpu_status cp_dma(ctx *c, void *dst, const void *src, size_t n, enum pygpu_copy_kind kind);
 /* How cp_runtime_copies would copy simplified pair `p`. */
 geometry cp_geometry_of(const pygpu_pair *p, ptrdiff_t itemsize);
 /* Issue the copies of `p` from src (layout 1) to dst (layout 0). */
