@@ -47,13 +47,15 @@ def test_threads(benchmark, lib, direction, nthreads):
         benchmark.extra_info["ratio to raw"] = round(gbs / ceiling(direction), 3)
 
 
+@pytest.mark.parametrize("registered", [False, True], ids=["staged", "defaults"])
 @pytest.mark.parametrize("own_streams", [False, True], ids=["default-stream", "own-streams"])
-def test_small_beside_big(benchmark, own_streams):
+def test_small_beside_big(benchmark, own_streams, registered):
     """A 1 MiB to_gpu while another thread uploads 1 GiB at a time, against
     the same alone (target: at most 2x), on the default stream and with
-    each thread on a non-blocking stream of its own."""
+    each thread on a non-blocking stream of its own; registration off
+    (every byte staged) and as the defaults have it."""
     seen = []
-    with registration(0):
+    with registration(pygpu.transfer_config()["register_limit"] if registered else 0):
         benchmark.pedantic(lambda: seen.append(bench_scale.latency_beside(budget=0.3, own_streams=own_streams)),
                            rounds=1, iterations=1)
     alone, beside = seen[0]
