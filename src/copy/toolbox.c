@@ -42,6 +42,10 @@ pygpu_status cp_dma(ctx *c, void *dst, const void *src, size_t n, enum pygpu_cop
         if (r == 0)
             r = blame(c, pygpu_rt_event_record(ev[k], c->s), "EventRecord");
     }
+    /* A failure part way: the pieces queued may still be reading (writing)
+     * the host memory, which the caller may let go once this returns. */
+    if (r != 0 && i > 1 && pygpu_rt_stream_synchronize(c->s) != 0)
+        (void)pygpu_rt_get_last_error();
     for (int k = 0; k < PYGPU_DMA_QUEUED; k++)      /* (released once the stream is past them) */
         if (ev[k])
             (void)pygpu_rt_event_destroy(ev[k]);
