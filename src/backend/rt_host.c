@@ -24,6 +24,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "rt.h"
 #include "host_shared.h"
+#include "captured_host.h"
 #include "locked_host.h"
 #include "env.h"
 #include "tuning.h"
@@ -574,58 +575,23 @@ pygpu_status pygpu_rt_stream_destroy(pygpu_stream_t s)
 pygpu_status pygpu_rt_stream_synchronize(pygpu_stream_t s) { (void)s; return H_SUCCESS; }
 pygpu_status pygpu_rt_stream_query(pygpu_stream_t s) { (void)s; return H_SUCCESS; }
 
-/* The streams being captured (stream_begin_capture), by handle: no
- * handle is read (a stream may be any other library's). */
-#define HOST_CAPTURES 16
-static pygpu_stream_t captured[HOST_CAPTURES];
-static pthread_mutex_t captured_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* Its index in `captured`, or -1 (the lock held). */
-static int captured_at(pygpu_stream_t s)
-{
-    for (int i = 0; i < HOST_CAPTURES; i++)
-        if (captured[i] == s && s)
-            return i;
-    return -1;
-}
-
 pygpu_status pygpu_rt_stream_capturing(pygpu_stream_t s, int *capturing)
 {
     config();
-    *capturing = PYGPU_CAPTURE_NONE;
-    if (special_stream(s))
-        return H_SUCCESS;
-    pthread_mutex_lock(&captured_lock);
-    *capturing = captured_at(s) >= 0 ? PYGPU_CAPTURE_ACTIVE : capture_all;
-    pthread_mutex_unlock(&captured_lock);
+    *capturing = special_stream(s) ? PYGPU_CAPTURE_NONE
+               : pygpu_captured_has(s) ? PYGPU_CAPTURE_ACTIVE : capture_all;
     return H_SUCCESS;
 }
 
 pygpu_status pygpu_rt_stream_begin_capture(pygpu_stream_t s, int mode)
 {
-    (void)mode;
-    int i = -1;
-    if (special_stream(s))
-        return fail(H_INVALID_VALUE);       /* (the default streams cannot be captured) */
-    pthread_mutex_lock(&captured_lock);
-    if (captured_at(s) < 0)                 /* (not twice; a free place in the table) */
-        for (int k = 0; k < HOST_CAPTURES && i < 0; k++)
-            if (!captured[k])
-                i = k;
-    if (i >= 0)
-        captured[i] = s;
-    pthread_mutex_unlock(&captured_lock);
-    return i < 0 ? fail(H_INVALID_VALUE) : H_SUCCESS;
+    (void)mode;     /* (the default streams cannot be captured; nor one twice) */
+    return special_stream(s) || pygpu_captured_add(s) < 0 ? fail(H_INVALID_VALUE) : H_SUCCESS;
 }
 
 pygpu_status pygpu_rt_stream_end_capture(pygpu_stream_t s)
 {
-    pthread_mutex_lock(&captured_lock);
-    int i = captured_at(s);
-    if (i >= 0)
-        captured[i] = NULL;
-    pthread_mutex_unlock(&captured_lock);
-    return i < 0 ? fail(H_INVALID_VALUE) : H_SUCCESS;
+    return pygpu_captured_remove(s) < 0 ? fail(H_INVALID_VALUE) : H_SUCCESS;
 }
 
 typedef struct { double t; int recorded; unsigned flags; } host_event;

@@ -1,0 +1,52 @@
+/*
+ * captured_host.c -- the host backend's table of the streams being
+ * captured; see captured_host.h.
+ */
+#include "captured_host.h"
+
+#include <pthread.h>
+
+#define CAPTURED_MAX 16
+static pygpu_stream_t captured[CAPTURED_MAX];
+static pthread_mutex_t captured_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Its index in `captured`, or -1 (the lock held). */
+static int captured_at(pygpu_stream_t s)
+{
+    for (int i = 0; i < CAPTURED_MAX; i++)
+        if (captured[i] == s && s)
+            return i;
+    return -1;
+}
+
+int pygpu_captured_add(pygpu_stream_t s)
+{
+    int i = -1;
+    pthread_mutex_lock(&captured_lock);
+    if (s && captured_at(s) < 0)            /* (not twice; a free place in the table) */
+        for (int k = 0; k < CAPTURED_MAX && i < 0; k++)
+            if (!captured[k])
+                i = k;
+    if (i >= 0)
+        captured[i] = s;
+    pthread_mutex_unlock(&captured_lock);
+    return i < 0 ? -1 : 0;
+}
+
+int pygpu_captured_remove(pygpu_stream_t s)
+{
+    pthread_mutex_lock(&captured_lock);
+    int i = captured_at(s);
+    if (i >= 0)
+        captured[i] = NULL;
+    pthread_mutex_unlock(&captured_lock);
+    return i < 0 ? -1 : 0;
+}
+
+int pygpu_captured_has(pygpu_stream_t s)
+{
+    pthread_mutex_lock(&captured_lock);
+    int i = captured_at(s);
+    pthread_mutex_unlock(&captured_lock);
+    return i >= 0;
+}

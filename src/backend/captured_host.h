@@ -1,0 +1,22 @@
+/*
+ * captured_host.h -- the host backend's table of the streams being
+ * captured into a graph (captured_host.c): what rt_host.c reports of a
+ * stream's capture (stream_begin_capture and stream_end_capture fill it),
+ * so that PyGPU's rules under a capture hold on host memory as on a GPU.
+ * Streams are known by their handles, never read (a stream may be another
+ * library's).  Thread-safe.
+ */
+#ifndef PYGPU_BACKEND_CAPTURED_HOST_H
+#define PYGPU_BACKEND_CAPTURED_HOST_H
+
+#include "rt.h"
+
+/* Note stream `s` (not NULL) as captured; 0, or -1 if it is already or
+ * the table is full. */
+int pygpu_captured_add(pygpu_stream_t s);
+/* Its capture ended; 0, or -1 if it had none. */
+int pygpu_captured_remove(pygpu_stream_t s);
+/* 1 if stream `s` is being captured. */
+int pygpu_captured_has(pygpu_stream_t s);
+
+#endif /* PYGPU_BACKEND_CAPTURED_HOST_H */
