@@ -200,16 +200,17 @@ def threads_table(results, ceilings, nbytes, counts=THREADS):
     return "\n".join(lines)
 
 
-def latency_beside(small=1 * MiB, big=1 * GiB, budget=0.5, own_streams=False):
+def latency_beside(small=1 * MiB, big=1 * GiB, budget=0.5, own_streams=False, small_host=None, big_host=None):
     """(median seconds of a `small` to_gpu alone, the same while another
-    thread uploads `big` at a time).  The small one goes on the current
-    stream (the legacy default stream, which also waits for the mover's
-    blocking stream), or with own_streams each thread on a non-blocking
-    stream of its own."""
-    host = pageable_array(small)
+    thread uploads `big` at a time), of touched pageable memory or of the
+    host arrays given.  The small one goes on the current stream (the
+    legacy default stream, which also waits for the mover's blocking
+    stream), or with own_streams each thread on a non-blocking stream of
+    its own."""
+    host = pageable_array(small) if small_host is None else small_host
     mine = pygpu.Stream(non_blocking=True) if own_streams else None
-    alone = time_case(lambda: pygpu.to_gpu(host, stream=mine), small, budget)
-    big_host, stop = pageable_array(big), threading.Event()
+    alone = time_case(lambda: pygpu.to_gpu(host, stream=mine), host.nbytes, budget)
+    big_host, stop = pageable_array(big) if big_host is None else big_host, threading.Event()
 
     def mover():
         s = pygpu.Stream(non_blocking=own_streams)

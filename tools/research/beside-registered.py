@@ -11,35 +11,30 @@ page-locked memory of its own.
 
     python tools/research/beside-registered.py
 """
-import threading, time, statistics, numpy as np, pygpu
-from pygpu.bench import pageable_array, pinned_array
-MiB, GiB = 1 << 20, 1 << 30
-def beside(small_host, big_host, own, label):
-    mine = pygpu.Stream(non_blocking=True) if own else None
-    for _ in range(80):
-        pygpu.to_gpu(small_host, stream=mine)
-    ts = []
-    for _ in range(200):
-        t = time.perf_counter(); pygpu.to_gpu(small_host, stream=mine); ts.append(time.perf_counter() - t)
-    alone = statistics.median(ts)
-    stop = threading.Event()
-    def mover():
-        s = pygpu.Stream(non_blocking=own)
-        while not stop.is_set():
-            pygpu.to_gpu(big_host, stream=s)
-    t = threading.Thread(target=mover); t.start(); time.sleep(0.1)
-    ts, end = [], time.perf_counter() + 0.6
-    while time.perf_counter() < end or len(ts) < 5:
-        t0 = time.perf_counter(); pygpu.to_gpu(small_host, stream=mine); ts.append(time.perf_counter() - t0)
-    stop.set(); t.join()
-    b = statistics.median(ts)
-    print(f"{label} own={own}: alone {alone*1e6:.0f} us beside {b*1e6:.0f} us ({b/alone:.1f}x)", flush=True)
-big = pageable_array(GiB)
-for _ in range(3):
-    pygpu.to_gpu(big)
-pin_big = pinned_array(GiB)
-for own in (True, False):
-    beside(pageable_array(MiB), big, own, "small 1M registered, big registered")
-    beside(pageable_array(512 << 10), big, own, "small 512K staged, big registered")
-    beside(pinned_array(MiB), pin_big, own, "small 1M pinned, big pinned")
-    beside(pinned_array(MiB), big, own, "small 1M pinned, big registered")
+import pygpu
+from pygpu.bench import GiB, MiB, pageable_array, pinned_array
+from pygpu.bench_scale import latency_beside
+
+
+def met(host, times=80):
+    """`host` after `times` to_gpu of it (page-locked in place from 1 MiB: 64 MiB moved)."""
+    for _ in range(times):
+        pygpu.to_gpu(host)
+    return host
+
+
+def main():
+    big, pin_big = met(pageable_array(GiB), 3), pinned_array(GiB)
+    cases = (("small 1M registered, big registered", lambda: met(pageable_array(MiB)), big),
+             ("small 512K staged, big registered", lambda: pageable_array(512 << 10), big),
+             ("small 1M pinned, big pinned", lambda: pinned_array(MiB), pin_big),
+             ("small 1M pinned, big registered", lambda: pinned_array(MiB), big))
+    for own in (True, False):
+        for label, small, big_host in cases:
+            alone, beside = latency_beside(budget=0.5, own_streams=own, small_host=small(), big_host=big_host)
+            print(f"{label}, own streams {own}: alone {alone * 1e6:.0f} us, beside {beside * 1e6:.0f} us "
+                  f"({beside / alone:.1f}x)", flush=True)
+
+
+if __name__ == "__main__":
+    main()
