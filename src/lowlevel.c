@@ -14,6 +14,7 @@
 #include "lowlevel.h"
 #include "convert.h"
 #include "memory.h"
+#include "transfer/bus.h"
 #include "transfer/lanes.h"
 #include "transfer/pinned_pool.h"
 #include "transfer/pipeline.h"
@@ -189,6 +190,28 @@ static PyObject *ll_stream_end_capture(PyObject *m, PyObject *arg)
     return PyLong_FromLong(pygpu_rt_stream_end_capture((pygpu_stream_t)s));
 }
 
+/* _bus_hold(device, up, delta): count `delta` more bulk copies in flight
+ * on the device in that direction, as another thread's (bus.c); the new
+ * count.  _bus_kernel_copies(): the copies PyGPU's kernel carried. */
+static PyObject *ll_bus_hold(PyObject *m, PyObject *args)
+{
+    int device, up, delta;
+    (void)m;
+    if (!PyArg_ParseTuple(args, "ipi:_bus_hold", &device, &up, &delta))
+        return NULL;
+    int n = pygpu_bus_hold(device, up ? PYGPU_COPY_H2D : PYGPU_COPY_D2H, delta);
+    if (n < 0)
+        return PyErr_Format(PyExc_ValueError, "_bus_hold(): device %d has no slot (or the count went below 0)", device);
+    return PyLong_FromLong(n);
+}
+
+static PyObject *ll_bus_kernel_copies(PyObject *m, PyObject *unused)
+{
+    (void)m;
+    (void)unused;
+    return PyLong_FromLong(pygpu_bus_kernel_copies());
+}
+
 static PyMethodDef lowlevel_methods[] = {
     {"_get_last_error", (PyCFunction)(void (*)(void))ll_get_last_error, METH_VARARGS | METH_KEYWORDS,
      "_get_last_error(peek=False)\n--\n\nThe runtime's last error code (cleared unless `peek`)."},
@@ -202,6 +225,12 @@ static PyMethodDef lowlevel_methods[] = {
     {"_stream_end_capture", ll_stream_end_capture, METH_O,
      "_stream_end_capture(handle, /)\n--\n\nEnd the stream's graph capture, its graph discarded (for tests); "
      "the status code."},
+    {"_bus_hold", ll_bus_hold, METH_VARARGS,
+     "_bus_hold(device, up, delta, /)\n--\n\nCount `delta` more bulk copies in flight on the device in that "
+     "direction, as another thread's (for tests); the new count."},
+    {"_bus_kernel_copies", ll_bus_kernel_copies, METH_NOARGS,
+     "_bus_kernel_copies()\n--\n\nHow many copies between host and device PyGPU's copy kernel has carried "
+     "beside another thread's bulk copy (for tests)."},
     {"_host_unregister", ll_host_unregister, METH_O,
      "_host_unregister(address, /)\n--\n\nUndo _host_register; the status code."},
     {0},

@@ -119,6 +119,10 @@ pygpu_status pygpu_rt_host_unregister(void *p);
  * with the runtime), asked at both ends: a copy that begins in page-locked
  * memory and runs past it is one the runtime refuses. */
 pygpu_status pygpu_rt_host_is_pinned(const void *p, size_t n, int *pinned);
+/* *dev: the address at which the device's kernels reach the `n` bytes of
+ * page-locked host memory at `p` (over the bus); an invalid value where
+ * they are not all page-locked or not mapped for the device. */
+pygpu_status pygpu_rt_host_mapped(const void *p, size_t n, void **dev);
 
 /* Copies and fills, ordered on a stream; the plain forms block the host. */
 pygpu_status pygpu_rt_memcpy(void *dst, const void *src, size_t n, enum pygpu_copy_kind k);

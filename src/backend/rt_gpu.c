@@ -343,8 +343,9 @@ pygpu_status pygpu_rt_host_register(void *p, size_t n)
 
 pygpu_status pygpu_rt_host_unregister(void *p) { return RT(HostUnregister)(p); }
 
-/* 1 if the byte at p is page-locked. */
-static int host_byte_pinned(const void *p)
+/* 1 if the byte at p is page-locked; *mapped (if given): its address for
+ * the device's kernels, or NULL where it has none. */
+static int host_byte_pinned(const void *p, void **mapped)
 {
 #if defined(PYGPU_BACKEND_CUDA)
     struct cudaPointerAttributes a;
@@ -357,12 +358,24 @@ static int host_byte_pinned(const void *p)
 #endif
     if (e != RT(Success))
         RT(GetLastError)();     /* plain host memory is an error on some runtimes */
+    if (mapped)
+        *mapped = pinned ? a.devicePointer : NULL;
     return pinned;
 }
 
 pygpu_status pygpu_rt_host_is_pinned(const void *p, size_t n, int *pinned)
 {
-    *pinned = host_byte_pinned(p) && (n <= 1 || host_byte_pinned((const char *)p + n - 1));
+    *pinned = host_byte_pinned(p, NULL) && (n <= 1 || host_byte_pinned((const char *)p + n - 1, NULL));
+    return RT(Success);
+}
+
+pygpu_status pygpu_rt_host_mapped(const void *p, size_t n, void **dev)
+{
+    *dev = NULL;
+    if (!host_byte_pinned(p, dev) || !*dev || (n > 1 && !host_byte_pinned((const char *)p + n - 1, NULL))) {
+        *dev = NULL;
+        return RT(ErrorInvalidValue);
+    }
     return RT(Success);
 }
 

@@ -489,6 +489,14 @@ pygpu_status pygpu_rt_host_is_pinned(const void *p, size_t n, int *pinned)
     return H_SUCCESS;
 }
 
+pygpu_status pygpu_rt_host_mapped(const void *p, size_t n, void **dev)
+{
+    int pinned = 0;
+    (void)pygpu_rt_host_is_pinned(p, n, &pinned);
+    *dev = pinned ? (void *)p : NULL;           /* (the host's kernels read it where it is) */
+    return pinned ? H_SUCCESS : fail(H_INVALID_VALUE);
+}
+
 /* ---- copies ----------------------------------------------------------- */
 
 pygpu_status pygpu_rt_memcpy(void *dst, const void *src, size_t n, enum pygpu_copy_kind k)

@@ -23,9 +23,11 @@
 #include "../shape.h"
 #include "../stream.h"
 #include "../transfer/background.h"
+#include "../transfer/bus.h"
 #include "../transfer/pinned_pool.h"
 #include "../transfer/settings.h"
 #include "../transfer/trace.h"
+#include "../tuning.h"
 
 /* ---- copies ----------------------------------------------------------------- */
 
@@ -176,10 +178,9 @@ static pygpu_status ends_through_block(ctx *c, pygpu_side dst, pygpu_side src, p
     /* (the pages first: the ends' small copies run behind them) */
     pygpu_status r = cp_dma(c, dst.ptr + a, src.ptr + a, (size_t)(b - a), kind);
     if (r == 0 && head)
-        r = blame(c, pygpu_rt_memcpy_async(up ? dst.ptr : blk, up ? blk : src.ptr, head, kind, c->s), "MemcpyAsync");
+        r = cp_bus(c, up ? dst.ptr : blk, up ? blk : src.ptr, head, kind);
     if (r == 0 && tail)
-        r = blame(c, pygpu_rt_memcpy_async(up ? dst.ptr + b : blk + head, up ? blk + head : src.ptr + b, tail, kind,
-                                           c->s), "MemcpyAsync");
+        r = cp_bus(c, up ? dst.ptr + b : blk + head, up ? blk + head : src.ptr + b, tail, kind);
     /* (waited for even after a failure: the block goes back to the pool) */
     pygpu_status w = pygpu_rt_stream_synchronize(c->s);
     if (r == 0 && (r = blame(c, w, "StreamSynchronize")) == 0 && !up) {
@@ -287,6 +288,13 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
         c.owner = Py_NewRef(src.owner);
     else if (async && !dst.on_device && src.on_device && dst.owner)
         c.owner = Py_NewRef(dst.owner);
+    /* A bulk copy waited for: while it holds the copy engine of its
+     * direction, the other threads' smaller copies go by kernel (bus.c). */
+    int bulk = -1;
+    ptrdiff_t count = 0;
+    if (!async && !cross && !captured && dst.on_device != src.on_device && pygpu_shape_size(nd, shape, &count) == 0 &&
+        (size_t)count * (size_t)itemsize >= PYGPU_DMA_PIECES_FROM)
+        bulk = pygpu_bus_bulk_begin(dst.on_device ? PYGPU_COPY_H2D : PYGPU_COPY_D2H);
     c.ts = PyEval_SaveThread();
     if (cross)      /* done when it returns: the source may be freed at once */
         r = cp_cross_device(&c, dst, src, nd, shape, itemsize);
@@ -298,6 +306,7 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
     if (r == 0 && !async && !captured && !cross && !c.stopped && !(src.on_device && !dst.on_device))
         r = blame(&c, pygpu_rt_stream_synchronize(s), "StreamSynchronize");
     pygpu_trace_done();
+    pygpu_bus_bulk_end(bulk);
     PyEval_RestoreThread(c.ts);
     if (async && reg) {         /* (its pages are let go only once that device is done) */
         int d = dev;

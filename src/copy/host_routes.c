@@ -14,6 +14,7 @@
 #include "../transfer/background.h"
 #include "../transfer/background_down.h"
 #include "../transfer/background_up.h"
+#include "../transfer/bus.h"
 #include "../transfer/hostcopy.h"
 #include "../transfer/pinned_pool.h"
 #include "../transfer/pipeline.h"
@@ -145,7 +146,7 @@ static pygpu_status host_to_dense(ctx *c, const pygpu_pair *p, int which, char *
         return r;
     dense_strides(p, itemsize, ds);
     pygpu_host_strided_copy(t.host, ds, host, p->strides[which], p->nd, p->shape, itemsize);
-    r = blame(c, pygpu_rt_memcpy_async(dev, t.host, nbytes, PYGPU_COPY_H2D, c->s), "MemcpyAsync");
+    r = cp_bus(c, dev, t.host, nbytes, PYGPU_COPY_H2D);
     return cp_temps_free(c, &t, r);
 }
 
@@ -160,7 +161,7 @@ static pygpu_status bounce_down(ctx *c, char *host, const char *dev, size_t n, i
     if (n == 0 || n > PYGPU_BOUNCE_MAX || (b = pygpu_pinned_take(n)) == NULL)
         return 0;
     *done = 1;
-    pygpu_status r = blame(c, pygpu_rt_memcpy_async(b, dev, n, PYGPU_COPY_D2H, c->s), "MemcpyAsync");
+    pygpu_status r = cp_bus(c, b, dev, n, PYGPU_COPY_D2H);
     if (r == 0 && (r = blame(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize")) == 0)
         memcpy(host, b, n);
     pygpu_pinned_give(b);
@@ -184,7 +185,7 @@ static pygpu_status one_copy_down(ctx *c, const pygpu_pair *p, int which, char *
     }
     dense_strides(p, itemsize, ds);
     if ((r = cp_host_temp(c, &t, nbytes)) == 0 &&
-        (r = blame(c, pygpu_rt_memcpy_async(t.host, dev, nbytes, PYGPU_COPY_D2H, c->s), "MemcpyAsync")) == 0 &&
+        (r = cp_bus(c, t.host, dev, nbytes, PYGPU_COPY_D2H)) == 0 &&
         (r = blame(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize")) == 0)
         pygpu_host_strided_copy(host, p->strides[which], t.host, ds, p->nd, p->shape, itemsize);
     return cp_temps_free(c, &t, r);

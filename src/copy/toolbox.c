@@ -5,6 +5,7 @@
  * they call nothing in the wing.
  */
 #include "toolbox.h"
+#include "../transfer/bus.h"
 #include "../transfer/pinned_pool.h"
 #include "../transfer/settings.h"
 #include "../tuning.h"
@@ -24,7 +25,7 @@ pygpu_status cp_dma(ctx *c, void *dst, const void *src, size_t n, enum pygpu_cop
         pygpu_rt_host_is_pinned(kind == PYGPU_COPY_H2D ? src : dst, n, &pinned) != 0)
         (void)pygpu_rt_get_last_error();
     if (!pinned)
-        return blame(c, pygpu_rt_memcpy_async(dst, src, n, kind, c->s), "MemcpyAsync");
+        return cp_bus(c, dst, src, n, kind);
     /* One DMA of 1 GiB from memory page-locked in place held a 1 MiB
      * to_gpu beside it for 19.5 ms, 370 times its time alone
      * (docs/performance.md#dma-pieces). */

@@ -10,6 +10,7 @@
 #define PYGPU_COPY_TOOLBOX_H
 
 #include "../pygpu.h"
+#include "../transfer/bus.h"
 #include "../transfer/pipeline.h"
 #include "../transfer/trace.h"
 
@@ -72,10 +73,21 @@ typedef struct {                /* temporary buffers of one plan */
 } temps;
 
 /* One dense copy of `n` bytes between host memory and the device (`kind`)
+ * on c->s, by the copy engine, or by PyGPU's kernel beside another
+ * thread's bulk copy (pygpu_bus_copy). */
+static inline pygpu_status cp_bus(ctx *c, void *dst, const void *src, size_t n, enum pygpu_copy_kind kind)
+{
+    const char *call = NULL;
+    pygpu_status r = pygpu_bus_copy(dst, src, n, kind, c->s, &call);
+    return blame(c, r, call);
+}
+
+/* One dense copy of `n` bytes between host memory and the device (`kind`)
  * on c->s; waited for by the caller (not c->async), of page-locked host
  * memory and from PYGPU_DMA_PIECES_FROM bytes, it goes in pieces of PYGPU_DMA_PIECE bytes,
  * at most PYGPU_DMA_QUEUED of them queued at a time, so that another
- * transfer on the device waits for a piece, not for all of it.  Returns
+ * transfer on the legacy stream waits for a piece, not for all of it (on
+ * a stream of its own a smaller one goes by kernel: transfer/bus.c).  Returns
  * once the last piece is queued. */
 pygpu_status cp_dma(ctx *c, void *dst, const void *src, size_t n, enum pygpu_copy_kind kind);
 /* How cp_runtime_copies would copy simplified pair `p`. */

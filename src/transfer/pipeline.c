@@ -13,6 +13,7 @@
  */
 #include "pipeline.h"
 #include "background.h"
+#include "bus.h"
 #include "hostcopy.h"
 #include "lanes.h"
 #include "pinned_pool.h"
@@ -45,11 +46,9 @@ static pygpu_status buffer_free(pygpu_staging_ctx *c, int b)
 static pygpu_status queue_copy(pygpu_staging_ctx *c, int b, void *dst, const void *src, size_t n,
                                enum pygpu_copy_kind k)
 {
-    pygpu_status r = pygpu_rt_memcpy_async(dst, src, n, k, c->stream);
-    if (r != 0) {
-        c->call = "MemcpyAsync";
+    pygpu_status r = pygpu_bus_copy(dst, src, n, k, c->stream, &c->call);
+    if (r != 0)
         return r;
-    }
     r = pygpu_rt_event_record(c->lane->ev[b], c->stream);
     if (r != 0)
         c->call = "EventRecord";
@@ -263,9 +262,8 @@ static pygpu_status queue_whole(pygpu_staging_ctx *c, int k, void *dst, const vo
     pygpu_status r;
     if (!c->lane->whole[k] && (r = pygpu_rt_event_create(&c->lane->whole[k], PYGPU_EVENT_DISABLE_TIMING)) != 0)
         c->call = "EventCreateWithFlags";
-    else if ((r = pygpu_rt_memcpy_async(dst, src, bytes, kind, c->stream)) != 0)
-        c->call = "MemcpyAsync";
-    else if ((r = pygpu_rt_event_record(c->lane->whole[k], c->stream)) != 0)
+    else if ((r = pygpu_bus_copy(dst, src, bytes, kind, c->stream, &c->call)) == 0 &&
+             (r = pygpu_rt_event_record(c->lane->whole[k], c->stream)) != 0)
         c->call = "EventRecord";
     PYGPU_TRACE_DMA_END(c->stream, k);
     PYGPU_TRACE('q', k, bytes);

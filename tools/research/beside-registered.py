@@ -7,7 +7,8 @@ MiB (or 512 KiB: staged, under the registration minimum) to_gpu alone and
 beside a thread moving 1 GiB in a loop, medians, on streams of their own
 and on the default streams: the small one registered, staged, or
 page-locked memory of its own, the big one registered in place or
-page-locked memory of its own.
+page-locked memory of its own, and how many copies PyGPU's kernel
+carried (bus.c: the small copies beside a bulk one, since the run above).
 
     python tools/research/beside-registered.py
 """
@@ -31,9 +32,11 @@ def main():
              ("small 1M pinned, big registered", lambda: pinned_array(MiB), big))
     for own in (True, False):
         for label, small, big_host in cases:
+            carried = pygpu.backend_module._bus_kernel_copies()
             alone, beside = latency_beside(budget=0.5, own_streams=own, small_host=small(), big_host=big_host)
+            carried = pygpu.backend_module._bus_kernel_copies() - carried
             print(f"{label}, own streams {own}: alone {alone * 1e6:.0f} us, beside {beside * 1e6:.0f} us "
-                  f"({beside / alone:.1f}x)", flush=True)
+                  f"({beside / alone:.1f}x; {carried} copies by kernel)", flush=True)
 
 
 if __name__ == "__main__":
