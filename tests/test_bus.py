@@ -120,6 +120,27 @@ def test_bulk_copies_and_misaligned_memory_keep_the_engine(rng, locked):
     assert np.array_equal(g_big.get(), big) and np.array_equal(g_odd.get(), odd)
 
 
+def test_a_bulk_copys_own_pieces_keep_the_engine(rng, locked):
+    """A thread moving a bulk copy of its own sends its pieces and its
+    staging chunks (page-locked buffers) by the engine even while others
+    move bulk copies too: threads moving big copies at once share the
+    engine at its speed."""
+    big = locked(16 * MiB, rng)
+    pageable = rng.integers(0, 256, 24 * MiB, dtype=np.uint8)
+    before_limit = pygpu.transfer_config()["register_limit"]
+    pygpu.transfer_config(register_limit=0)         # (staged, whatever it met before)
+    try:
+        before = carried()
+        with held(up=True), held(up=False):
+            g, g2 = pygpu.to_gpu(big), pygpu.to_gpu(pageable)
+            back = np.empty_like(pageable)
+            g2.get(ary=back)
+        assert carried() == before
+    finally:
+        pygpu.transfer_config(register_limit=before_limit)
+    assert np.array_equal(g.get(), big) and np.array_equal(back, pageable)
+
+
 def test_strided_and_staged_copies_beside_a_bulk_copy(rng):
     """Views and pageable memory beside bulk copies both ways: through the
     page-locked buffers (staging blocks, temporaries), whichever carries

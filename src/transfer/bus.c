@@ -67,13 +67,15 @@ int pygpu_bus_hold(int device, enum pygpu_copy_kind k, int delta)
 long pygpu_bus_kernel_copies(void) { return atomic_load(&by_kernel); }
 
 /* 1 if another thread's bulk copy in direction `k` is in flight on the
- * current device. */
+ * current device and this thread has none there: a bulk copy's own pieces
+ * and chunks keep the engine (threads moving big copies at once share it
+ * at its speed; the kernel is slower). */
 static int engine_busy(enum pygpu_copy_kind k)
 {
     if (k != PYGPU_COPY_H2D && k != PYGPU_COPY_D2H)
         return 0;
     int d = current_device();
-    return d >= 0 && atomic_load_explicit(&bulk[d][dir_of(k)], memory_order_relaxed) > mine[d][dir_of(k)];
+    return d >= 0 && mine[d][dir_of(k)] == 0 && atomic_load_explicit(&bulk[d][dir_of(k)], memory_order_relaxed) > 0;
 }
 
 /* `n` bytes from `src` to `dst` (device addresses both) by PyGPU's copy

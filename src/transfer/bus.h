@@ -14,8 +14,8 @@
 
 /* A synchronous bulk copy (of PYGPU_DMA_PIECES_FROM bytes or more) between
  * host and the current device in direction `k` begins or ends in this
- * thread: while one is in flight, smaller copies of the other threads in
- * that direction go by kernel.  bulk_begin returns the token (the device
+ * thread: while one is in flight, smaller copies of the threads with none
+ * of their own in that direction go by kernel.  bulk_begin returns the token (the device
  * and direction) that bulk_end takes. */
 int pygpu_bus_bulk_begin(enum pygpu_copy_kind k);
 void pygpu_bus_bulk_end(int token);
@@ -23,7 +23,7 @@ void pygpu_bus_bulk_end(int token);
 /* Copy `n` bytes between host and device memory (`k`: PYGPU_COPY_H2D or
  * D2H) on stream `s` of the current device: by kernel where `n` is under
  * PYGPU_DMA_PIECES_FROM, another thread's bulk copy in that direction is in
- * flight on the device, the host side is page-locked and mapped for it,
+ * flight on the device and this thread has none there, the host side is page-locked and mapped for it,
  * and PyGPU's kernels run there; else by the copy engine.  *call names the
  * runtime call that failed. */
 pygpu_status pygpu_bus_copy(void *dst, const void *src, size_t n, enum pygpu_copy_kind k, pygpu_stream_t s,
