@@ -177,6 +177,9 @@ def test_the_hold_refuses_a_device_it_has_no_slot_for():
         lib._bus_hold(1 << 20, True, 1)
     with pytest.raises(ValueError, match="no slot"):
         lib._bus_hold(-1, True, 1)
+    with pytest.raises(ValueError, match="below 0"):
+        lib._bus_hold(0, True, -1)
+    assert lib._bus_hold(0, True, 0) == 0       # (the refused step taken back)
 
 
 def test_without_kernels_the_engine_copies(run_python):

@@ -61,7 +61,12 @@ int pygpu_bus_hold(int device, enum pygpu_copy_kind k, int delta)
 {
     if (device < 0 || device >= BUS_DEVICES)
         return -1;
-    return atomic_fetch_add(&bulk[device][dir_of(k)], delta) + delta;
+    int n = atomic_fetch_add(&bulk[device][dir_of(k)], delta) + delta;
+    if (n < 0) {                /* (never below none: taken back) */
+        atomic_fetch_sub(&bulk[device][dir_of(k)], delta);
+        return -1;
+    }
+    return n;
 }
 
 long pygpu_bus_kernel_copies(void) { return atomic_load(&by_kernel); }

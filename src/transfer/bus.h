@@ -31,7 +31,8 @@ pygpu_status pygpu_bus_copy(void *dst, const void *src, size_t n, enum pygpu_cop
 
 /* For tests: add `delta` to the bulk copies in flight on `device` in
  * direction `k` (as another thread's), returning the new count (-1: no
- * such device slot); and the copies the kernel has carried so far. */
+ * such device slot, or it would go below 0, and nothing changed); and the
+ * copies the kernel has carried so far. */
 int pygpu_bus_hold(int device, enum pygpu_copy_kind k, int delta);
 long pygpu_bus_kernel_copies(void);
 
