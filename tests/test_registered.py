@@ -382,6 +382,44 @@ def test_a_registered_buffer_copies_its_ends_beside_its_pages(run_python):
     assert all("ends under a page through a page-locked block" in line for line in routes), routes
 
 
+def test_asynchronous_copies_of_a_registered_buffer_stay_asynchronous(run_python):
+    """A buffer that blocking transfers registered, copied whole with
+    to_gpu_async and get_async: the copy runs past its pages (its ends are
+    pageable), and rather than going apart synchronously it goes as its
+    host side reads, pageable, in the background (the route says so; made
+    synchronous, the call took all of the transfer's time), with only
+    PyGPU's page-locked buffers meeting the runtime (which the host backend
+    checks as CUDA does); the data are NumPy's."""
+    code = f"""
+        import sys, numpy as np, pygpu
+        pygpu.transfer_config(register_limit=256 << 20, min_bytes=1 << 20)
+        rng = np.random.default_rng(7)
+        x = rng.integers(0, 255, {BIG} + 1000, dtype=np.uint8)
+        out = np.zeros_like(x)
+        for a in (x, x, out, out):
+            pygpu.to_gpu(a)                                 # (both registered)
+        assert pygpu.registered_stats()["buffers"] == 2
+        s = pygpu.Stream()
+        print("MARK", file=sys.stderr, flush=True)
+        for _ in range(3):
+            g = pygpu.to_gpu_async(x, stream=s)
+            s.synchronize()
+            np.testing.assert_array_equal(g.get(ary=pygpu.pagelocked_empty(x.size, np.uint8)), x)
+            out[...] = 0
+            g.get_async(ary=out, stream=s)
+            s.synchronize()
+            np.testing.assert_array_equal(out, x)
+        print("ok")
+    """
+    proc = run_python(code, env={"PYGPU_STAGING_TRACE": "1", "PYGPU_BACKEND": pygpu.backend})
+    assert proc.stdout.strip() == "ok", proc.stdout
+    after = proc.stderr.split("MARK", 1)[1].splitlines()
+    routes = [line for line in after if line.startswith("pygpu route:")]
+    assert not [line for line in routes if "page-locked in place" in line], routes
+    assert [line for line in routes if " up " in line and "in the background" in line], routes
+    assert [line for line in routes if " down " in line and "in the background" in line], routes
+
+
 @pytest.mark.skipif(pygpu.backend != "host", reason="PYGPU_HOST_FAIL_COPY is the host backend's")
 def test_a_big_registered_copy_goes_in_pieces(run_python):
     """A waited-for copy of 16 MiB or more of page-locked pages goes in

@@ -270,7 +270,12 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
      * transfers meet again: page-locked in place (registered.c), the
      * planner's DMA reads (writes) it directly.  Any copy whose host side
      * touches a registration holds it till the end, and one that runs past
-     * its pages goes apart (cp_registered), synchronously. */
+     * its pages goes apart (cp_registered), synchronously; but an
+     * asynchronous one from the staging threshold on goes as its host side
+     * reads, pageable (in the background, or staged), with only PyGPU's
+     * page-locked buffers meeting the runtime (c.host_apart): made
+     * synchronous, a to_gpu_async of a buffer that blocking transfers had
+     * met took all of the transfer's time (docs/performance.md#registered-in-place). */
     int reg = 0, straddling = 0;
     if (!cross && dst.on_device != src.on_device) {
         pygpu_side host = dst.on_device ? src : dst;
@@ -280,8 +285,15 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
             reg = pygpu_registered_prepare(host.owner, host.ptr + lo, (size_t)(hi - lo));
         if (!reg)
             reg = pygpu_registered_hold(host.ptr + lo, (size_t)(hi - lo));
-        if (reg && (straddling = straddles(reg, host.ptr + lo, host.ptr + hi)) != 0)
-            async = c.async = 0;
+        if (reg && (straddling = straddles(reg, host.ptr + lo, host.ptr + hi)) != 0) {
+            pygpu_transfer_config cfg;
+            ptrdiff_t count = 0;
+            pygpu_transfer_config_get(&cfg);
+            if (async && pygpu_shape_size(nd, shape, &count) == 0 && (size_t)count * (size_t)itemsize >= cfg.min_bytes)
+                straddling = 0, c.host_apart = 1;
+            else
+                async = c.async = 0;
+        }
     }
     pygpu_trace_enter();
     if (async && dst.on_device && !src.on_device && src.owner)

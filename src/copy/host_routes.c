@@ -140,7 +140,7 @@ static pygpu_status host_to_dense(ctx *c, const pygpu_pair *p, int which, char *
     int done = 0;
     if (stage && ((r = staged(c, 1, dev, (char *)host, p, which, itemsize, &done)) != 0 || done))
         return r;
-    if (pygpu_pair_is_dense(p, which, itemsize))
+    if (pygpu_pair_is_dense(p, which, itemsize) && !c->host_apart)
         return cp_dma(c, dev, host, nbytes, PYGPU_COPY_H2D);
     if ((r = cp_host_temp(c, &t, nbytes)) != 0)
         return r;
@@ -178,7 +178,7 @@ static pygpu_status one_copy_down(ctx *c, const pygpu_pair *p, int which, char *
     ptrdiff_t ds[PYGPU_MAXDIMS];
     size_t nbytes = (size_t)(pair_size(p) * itemsize);
     pygpu_status r;
-    if (pygpu_pair_is_dense(p, which, itemsize)) {
+    if (pygpu_pair_is_dense(p, which, itemsize) && !c->host_apart) {
         if ((r = cp_dma(c, host, dev, nbytes, PYGPU_COPY_D2H)) == 0 && !queue)
             r = blame(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize");
         return r;

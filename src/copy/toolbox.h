@@ -28,6 +28,7 @@ typedef struct {
     pygpu_status kernels;       /* why PyGPU's kernels could not run where wanted (0: they could) */
     PyObject *owner;            /* an async transfer's host memory owner (a reference), or NULL */
     int owner_taken;            /* a background transfer took that reference */
+    int host_apart;             /* the host side runs past pages page-locked in place: no runtime call on it */
 } ctx;
 
 /* `r`, the status of runtime call `call`: a failure names its call once,
