@@ -195,6 +195,27 @@ def test_without_kernels_the_engine_copies(run_python):
     assert out[-2:] == ["0", str(7 << 20)]
 
 
+@pytest.mark.parametrize("captured", [False, True])
+def test_a_stream_being_captured_keeps_the_engine(run_python, captured):
+    """A page-locked copy joining a graph capture beside a bulk copy stays
+    the engine's copy node (PYGPU_HOST_CAPTURE=1: the host backend's
+    streams report a capture); the same copy on a stream not captured goes
+    by kernel."""
+    if pygpu.backend != "host":
+        pytest.skip("PYGPU_HOST_CAPTURE is the host backend's")
+    code = ("import numpy as np, pygpu\n"
+            "lib = pygpu.backend_module\n"
+            "h = np.full(1 << 20, 3, np.uint8)\n"
+            "assert lib._host_register(h.ctypes.data, h.nbytes) == 0\n"
+            "a, s = pygpu.empty(1 << 20, np.uint8), pygpu.Stream()\n"
+            "lib._bus_hold(0, True, 1)\n"
+            "a.set_async(h, stream=s)\n"
+            "print(lib._bus_kernel_copies())\n")
+    env = {"PYGPU_HOST_CAPTURE": "1"} if captured else {}
+    out = run_python(code, env=env).stdout.split()
+    assert out[-1] == ("0" if captured else "1")
+
+
 def test_small_copies_land_while_another_thread_moves_bulk(rng):
     """A thread moving 16 MiB up and down in a loop, another moving small
     page-locked and pageable arrays both ways: every byte NumPy's."""

@@ -101,12 +101,28 @@ static pygpu_status kernel_copy(char *dst, const char *src, size_t n, pygpu_stre
     return r;
 }
 
+/* 1 if PyGPU's kernel may carry a copy in direction `k` on stream `s`:
+ * the engine is busy (engine_busy), no graph is being recorded on `s` (a
+ * graph keeps the engine's copy node, as ever, and the kernels' first load
+ * is no call to make under a capture), and the kernels run here. */
+static int kernel_may_carry(enum pygpu_copy_kind k, pygpu_stream_t s)
+{
+    int capturing = PYGPU_CAPTURE_NONE;
+    if (!engine_busy(k))
+        return 0;
+    if (pygpu_rt_stream_capturing(s, &capturing) != 0) {
+        (void)pygpu_rt_get_last_error();
+        return 0;
+    }
+    return capturing == PYGPU_CAPTURE_NONE && pygpu_rt_kernels_ready() == 0;
+}
+
 pygpu_status pygpu_bus_copy(void *dst, const void *src, size_t n, enum pygpu_copy_kind k, pygpu_stream_t s,
                             const char **call)
 {
     /* (both sides at the same place in a unit: else the kernel moves bytes, a fraction of the bus) */
     if (n > 0 && n < PYGPU_DMA_PIECES_FROM && (((uintptr_t)dst | (uintptr_t)src) % BUS_UNIT) == 0 &&
-        engine_busy(k) && pygpu_rt_kernels_ready() == 0) {
+        kernel_may_carry(k, s)) {
         void *host = k == PYGPU_COPY_H2D ? (void *)src : dst, *mapped;
         if (pygpu_rt_host_mapped(host, n, &mapped) == 0 && ((uintptr_t)mapped % BUS_UNIT) == 0) {
             pygpu_status r = k == PYGPU_COPY_H2D ? kernel_copy(dst, mapped, n, s) : kernel_copy(mapped, src, n, s);
