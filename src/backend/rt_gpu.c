@@ -371,12 +371,10 @@ pygpu_status pygpu_rt_host_is_pinned(const void *p, size_t n, int *pinned)
 
 pygpu_status pygpu_rt_host_mapped(const void *p, size_t n, void **dev)
 {
+    if (host_byte_pinned(p, dev) && *dev && (n <= 1 || host_byte_pinned((const char *)p + n - 1, NULL)))
+        return RT(Success);
     *dev = NULL;
-    if (!host_byte_pinned(p, dev) || !*dev || (n > 1 && !host_byte_pinned((const char *)p + n - 1, NULL))) {
-        *dev = NULL;
-        return RT(ErrorInvalidValue);
-    }
-    return RT(Success);
+    return RT(ErrorInvalidValue);
 }
 
 /* ---- copies ----------------------------------------------------------- */

@@ -277,6 +277,8 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
      * synchronous, a to_gpu_async of a buffer that blocking transfers had
      * met took all of the transfer's time (docs/performance.md#registered-in-place). */
     int reg = 0, straddling = 0;
+    ptrdiff_t count = 0;
+    size_t nbytes = pygpu_shape_size(nd, shape, &count) == 0 ? (size_t)count * (size_t)itemsize : 0;
     if (!cross && dst.on_device != src.on_device) {
         pygpu_side host = dst.on_device ? src : dst;
         ptrdiff_t lo, hi;
@@ -287,9 +289,8 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
             reg = pygpu_registered_hold(host.ptr + lo, (size_t)(hi - lo));
         if (reg && (straddling = straddles(reg, host.ptr + lo, host.ptr + hi)) != 0) {
             pygpu_transfer_config cfg;
-            ptrdiff_t count = 0;
             pygpu_transfer_config_get(&cfg);
-            if (async && pygpu_shape_size(nd, shape, &count) == 0 && (size_t)count * (size_t)itemsize >= cfg.min_bytes)
+            if (async && nbytes >= cfg.min_bytes)
                 straddling = 0, c.host_apart = 1;
             else
                 async = c.async = 0;
@@ -303,9 +304,7 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
     /* A bulk copy waited for: while it holds the copy engine of its
      * direction, the other threads' smaller copies go by kernel (bus.c). */
     int bulk = -1;
-    ptrdiff_t count = 0;
-    if (!async && !cross && !captured && dst.on_device != src.on_device && pygpu_shape_size(nd, shape, &count) == 0 &&
-        (size_t)count * (size_t)itemsize >= PYGPU_DMA_PIECES_FROM)
+    if (!async && !cross && !captured && dst.on_device != src.on_device && nbytes >= PYGPU_DMA_PIECES_FROM)
         bulk = pygpu_bus_bulk_begin(dst.on_device ? PYGPU_COPY_H2D : PYGPU_COPY_D2H);
     c.ts = PyEval_SaveThread();
     if (cross)      /* done when it returns: the source may be freed at once */
