@@ -134,10 +134,11 @@ PyObject *pygpu_array_dense_copy(pygpu_state *st, PyGPUArray *a, int order, pygp
     if (pygpu_memory_usable(a->mem) < 0 || pygpu_device_enter(st, dev, &prev) < 0)
         return NULL;
     Py_INCREF(a->descr);
+    /* (the copy too with `dev` current: it would make it current again) */
     PyGPUArray *c = (PyGPUArray *)pygpu_array_empty_like(st, a, a->descr, order, stream);
-    if (pygpu_device_leave(st, prev) < 0)
-        Py_CLEAR(c);
     if (c && pygpu_copy(st, pygpu_device_side(c), pygpu_device_side(a), a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, 1) < 0)
+        Py_CLEAR(c);
+    if (pygpu_device_leave(st, prev) < 0)
         Py_CLEAR(c);
     if (c) {
         pygpu_array_set_last_stream(st, c, stream, s);

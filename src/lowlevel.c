@@ -15,6 +15,7 @@
 #include "convert.h"
 #include "memory.h"
 #include "transfer/bus.h"
+#include "transfer/events.h"
 #include "transfer/lanes.h"
 #include "transfer/pinned_pool.h"
 #include "transfer/pipeline.h"
@@ -120,7 +121,7 @@ static PyObject *ll_get_last_error(PyObject *m, PyObject *args, PyObject *kwds)
 }
 
 /* Every allocation of the current device dies with the reset: PyGPU's
- * caches of freed device blocks and page-locked blocks are emptied first,
+ * caches of freed device blocks, page-locked blocks and events are emptied first,
  * so that nothing the module keeps for reuse outlives it. */
 static PyObject *ll_device_reset(PyObject *m, PyObject *unused)
 {
@@ -130,6 +131,7 @@ static PyObject *ll_device_reset(PyObject *m, PyObject *unused)
     Py_BEGIN_ALLOW_THREADS
     pygpu_staging_release();
     pygpu_pinned_trim();
+    pygpu_events_release();
     s = pygpu_rt_device_reset();
     Py_END_ALLOW_THREADS
     return PyLong_FromLong(s);
@@ -212,6 +214,16 @@ static PyObject *ll_bus_kernel_copies(PyObject *m, PyObject *unused)
     return PyLong_FromLong(pygpu_bus_kernel_copies());
 }
 
+/* _events_kept(device): the events kept for reuse on the device (events.c). */
+static PyObject *ll_events_kept(PyObject *m, PyObject *args)
+{
+    int device;
+    (void)m;
+    if (!PyArg_ParseTuple(args, "i:_events_kept", &device))
+        return NULL;
+    return PyLong_FromLong(pygpu_events_kept(device));
+}
+
 static PyMethodDef lowlevel_methods[] = {
     {"_get_last_error", (PyCFunction)(void (*)(void))ll_get_last_error, METH_VARARGS | METH_KEYWORDS,
      "_get_last_error(peek=False)\n--\n\nThe runtime's last error code (cleared unless `peek`)."},
@@ -231,6 +243,8 @@ static PyMethodDef lowlevel_methods[] = {
     {"_bus_kernel_copies", ll_bus_kernel_copies, METH_NOARGS,
      "_bus_kernel_copies()\n--\n\nHow many copies between host and device PyGPU's copy kernel has carried "
      "beside another thread's bulk copy (for tests)."},
+    {"_events_kept", ll_events_kept, METH_VARARGS,
+     "_events_kept(device, /)\n--\n\nHow many events PyGPU keeps for reuse on the device (for tests)."},
     {"_host_unregister", ll_host_unregister, METH_O,
      "_host_unregister(address, /)\n--\n\nUndo _host_register; the status code."},
     {0},

@@ -212,6 +212,61 @@ def test_threads_each_on_their_own_device(rng):
         np.testing.assert_array_equal(out[dev][2], h * (dev + 1))
 
 
+@two
+def test_copies_between_devices_reuse_their_events(rng):
+    """A copy between devices orders itself after the other device's work
+    with an event kept for reuse (src/transfer/events.c): however many
+    copies run, from several threads at once, dense and strided, both ways,
+    the events kept stay few and every result is right."""
+    lib = pygpu.backend_module
+    h = rng.standard_normal((64, 48))
+    a = pygpu.to_gpu(h)
+    a.copy(device=1).copy(device=0)
+    errors = []
+
+    def work(seed):
+        r = np.random.default_rng(seed)
+        try:
+            for _ in range(25):
+                v, hv = random_view(r, a, h)
+                c = v.copy(device=1)
+                np.testing.assert_array_equal(c.get(), hv)
+                np.testing.assert_array_equal(c[::-1].copy(device=0).get(), hv[::-1])
+        except Exception as e:      # noqa: BLE001 (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    kept = [lib._events_kept(d) for d in (0, 1)]
+    assert all(1 <= k <= 16 for k in kept), kept
+    for _ in range(40):             # (one thread: each event taken is given back)
+        np.testing.assert_array_equal(a.copy(device=1).get(), h)
+    assert [lib._events_kept(d) for d in (0, 1)] == kept
+    assert lib._events_kept(1 << 20) == 0
+
+
+@two
+def test_a_device_reset_lets_the_kept_events_go(run_python):
+    proc = run_python("""
+        import numpy, pygpu
+        lib = pygpu.backend_module
+        h = numpy.arange(1000.)
+        a = pygpu.to_gpu(h)
+        assert (a.copy(device=1).get() == h).all()
+        before = lib._events_kept(0)
+        del a
+        print(before, pygpu.cudaDeviceReset(), lib._events_kept(0))
+        b = pygpu.to_gpu(h)                         # copies between devices work again
+        assert (b.copy(device=1).get() == h).all() and (b[::-2].copy(device=1).get() == h[::-2]).all()
+        print("ok")
+        """, env={"PYGPU_BACKEND": pygpu.backend, "PYGPU_HOST_DEVICES": "2"})
+    assert proc.stdout.split() == ["1", "<cudaError:", "code=0>", "0", "ok"]
+
+
 # ---- across devices --------------------------------------------------------------
 
 def random_view(rng, a, h):

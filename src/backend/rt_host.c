@@ -602,7 +602,7 @@ pygpu_status pygpu_rt_stream_end_capture(pygpu_stream_t s)
     return pygpu_captured_remove(s) < 0 ? fail(H_INVALID_VALUE) : H_SUCCESS;
 }
 
-typedef struct { double t; int recorded; unsigned flags; } host_event;
+typedef struct { double t; int recorded; unsigned flags; int device; } host_event;
 
 pygpu_status pygpu_rt_launch_host_func(pygpu_stream_t s, void (*fn)(void *), void *arg)
 {
@@ -676,6 +676,7 @@ pygpu_status pygpu_rt_event_create(pygpu_event_t *e, unsigned flags)
         return fail(H_INVALID_VALUE);
     }
     h->flags = flags;
+    h->device = current_device;
     return H_SUCCESS;
 }
 
@@ -689,9 +690,11 @@ pygpu_status pygpu_rt_event_destroy(pygpu_event_t e)
 
 pygpu_status pygpu_rt_event_record(pygpu_event_t e, pygpu_stream_t s)
 {
-    (void)s;
     host_event *h = e;
     if (!h)
+        return fail(H_INVALID_HANDLE);
+    /* (as CUDA: an event is recorded on a stream of its own device only) */
+    if (h->device != (special_stream(s) ? current_device : ((host_stream *)s)->device))
         return fail(H_INVALID_HANDLE);
     h->t = now_ms();
     h->recorded = 1;

@@ -14,6 +14,7 @@
 #include "../peer.h"
 #include "../shape.h"
 #include "../transfer/cross.h"
+#include "../transfer/events.h"
 #include "../transfer/trace.h"
 #include "../tuning.h"
 
@@ -70,10 +71,14 @@ static pygpu_status across(ctx *c, char *to, int ddev, const char *from, int sde
     }
 }
 
-/* Make `dev` current (the two sides take turns). */
-static pygpu_status use(ctx *c, int dev)
+/* Make `dev` current, where *here (the current device) is not it: the two
+ * sides take turns. */
+static pygpu_status use(ctx *c, int dev, int *here)
 {
-    return blame(c, pygpu_rt_set_device(dev), "SetDevice");
+    pygpu_status r = dev == *here ? 0 : blame(c, pygpu_rt_set_device(dev), "SetDevice");
+    if (r == 0)
+        *here = dev;
+    return r;
 }
 
 /* ---- between devices -------------------------------------------------------- */
@@ -88,12 +93,12 @@ pygpu_status cp_cross_device(ctx *c, pygpu_side dst, pygpu_side src, int nd, con
     pygpu_pair_simplify(&p, 0);
     if (p.nd < 0)
         return 0;
-    int ddev = dst.device, sdev = src.device;
+    int ddev = dst.device, sdev = src.device, here = ddev;
     size_t n = (size_t)(pair_size(&p) * itemsize);
     char *to = dst.ptr + p.offset[0], *from = src.ptr + p.offset[1];
     ctx sc = {.s = PYGPU_STREAM_NULL};     /* the source side's work: its legacy stream */
     temps stmp = {0}, dtmp = {0};
-    pygpu_event_t ready = NULL;
+    pygpu_event_t ready = NULL;             /* (an event of the source device, kept for reuse) */
     pygpu_status r = 0;
     int dense_to = pygpu_pair_is_dense(&p, 0, itemsize), dense_from = pygpu_pair_is_dense(&p, 1, itemsize);
     const char *why;
@@ -102,32 +107,30 @@ pygpu_status cp_cross_device(ctx *c, pygpu_side dst, pygpu_side src, int nd, con
      * destination over the link, in one pass, with no temporary. */
     int direct = dense_to && !dense_from && route_across(ddev, sdev, CROSS_NONE, &why) == CROSS_PEER;
     if (direct) {
+        pygpu_event_t first = NULL;         /* (the destination's stream's work first: its allocation, say) */
         cp_trace_route("across", n, "peer to peer, direct", "a strided view gathered on the source device "
                        "straight into the destination, over the link");
-        r = blame(c, pygpu_rt_event_create(&ready, PYGPU_EVENT_DISABLE_TIMING), "EventCreateWithFlags");
-        if (r == 0)     /* (the destination's stream's work first: its allocation, say) */
-            r = blame(c, pygpu_rt_event_record(ready, c->s), "EventRecord");
-        if (r == 0 && (r = use(c, sdev)) == 0 &&
-            (r = blame(&sc, pygpu_rt_stream_wait_event(PYGPU_STREAM_NULL, ready), "StreamWaitEvent")) == 0)
+        r = blame(c, pygpu_event_take(ddev, &first), "EventCreateWithFlags");
+        if (r == 0)
+            r = blame(c, pygpu_rt_event_record(first, c->s), "EventRecord");
+        if (r == 0 && (r = use(c, sdev, &here)) == 0 &&
+            (r = blame(&sc, pygpu_rt_stream_wait_event(PYGPU_STREAM_NULL, first), "StreamWaitEvent")) == 0)
             r = cp_device_pass(&sc, &p, 1, from, to, itemsize, 1);
-        if (ready)
-            (void)pygpu_rt_event_destroy(ready);   /* (released once the wait queued on it has passed) */
-        ready = NULL;
+        pygpu_event_give(ddev, first);      /* (the wait queued on it keeps the record it waits for) */
         if (r != 0)
             goto done;
     }
     /* On the source device, after the work queued there: a dense copy of the
      * source if it is not dense (not done above), and an event the copy
      * (or the destination's stream, after the direct copy) waits for. */
-    if (!direct && (r = use(c, sdev)) == 0 && !dense_from &&
+    if (!direct && (r = use(c, sdev, &here)) == 0 && !dense_from &&
         (r = cp_dev_temp(&sc, &stmp, n)) == 0 && (r = cp_device_pass(&sc, &p, 1, from, stmp.dev, itemsize, 1)) == 0)
         from = stmp.dev;
-    if (r == 0 && (r = blame(&sc, pygpu_rt_event_create(&ready, PYGPU_EVENT_DISABLE_TIMING),
-                            "EventCreateWithFlags")) == 0)
+    if (r == 0 && (r = blame(&sc, pygpu_event_take(sdev, &ready), "EventCreateWithFlags")) == 0)
         r = blame(&sc, pygpu_rt_event_record(ready, PYGPU_STREAM_NULL), "EventRecord");
     if (sc.call)
         c->call = sc.call;
-    if (r == 0 && (r = use(c, ddev)) == 0)
+    if (r == 0 && (r = use(c, ddev, &here)) == 0)
         r = blame(c, pygpu_rt_stream_wait_event(c->s, ready), "StreamWaitEvent");
     if (r == 0 && !dense_to && (r = cp_dev_temp(c, &dtmp, n)) == 0)
         to = dtmp.dev;
@@ -137,7 +140,7 @@ pygpu_status cp_cross_device(ctx *c, pygpu_side dst, pygpu_side src, int nd, con
         r = cp_device_pass(c, &p, 0, dst.ptr + p.offset[0], dtmp.dev, itemsize, 0);
 done:;
     /* Done (or failed part way): nothing queued may still read the temporaries. */
-    pygpu_status w = pygpu_rt_set_device(ddev);
+    pygpu_status w = here == ddev ? 0 : pygpu_rt_set_device(ddev);
     if (w == 0)
         w = pygpu_rt_stream_synchronize(c->s);
     if (r == 0)
@@ -147,8 +150,7 @@ done:;
         (void)pygpu_rt_stream_synchronize(PYGPU_STREAM_NULL);
         (void)pygpu_rt_set_device(ddev);
     }
-    if (ready)
-        (void)pygpu_rt_event_destroy(ready);
+    pygpu_event_give(sdev, ready);
     r = cp_temps_free(c, &dtmp, r);
     if (stmp.dev) {
         (void)pygpu_rt_set_device(sdev);

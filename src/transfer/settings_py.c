@@ -6,6 +6,7 @@
 #include "../pygpu.h"
 #include "settings_py.h"
 #include "background.h"
+#include "events.h"
 #include "lanes.h"
 #include "pinned_pool.h"
 #include "pipeline.h"
@@ -243,4 +244,5 @@ void pygpu_transfer_init(void)
     pygpu_pipeline_init();
     pygpu_pinned_pool_init();
     pygpu_registered_init();
+    pygpu_events_init();
 }
