@@ -182,7 +182,8 @@ def measure_threads(nbytes=64 * MiB, counts=THREADS, peers=("cupy", "torch"), pr
 def threads_table(results, ceilings, nbytes, counts=THREADS):
     names = {"H2D": "to_gpu", "D2H": "get(ary)"}
     lines = [f"Threads: aggregate GB/s of N threads, each moving {size_name(nbytes)} of touched pageable memory "
-             "on its own stream, registration off: every byte staged (ratio to raw pinned cudaMemcpy, same run)"]
+             "on its own stream, registration off: every byte staged (ratio to raw pinned cudaMemcpy, same run); "
+             "pygpu*: PyGPU with the defaults (each thread's buffer, met again, page-locked in place)"]
     head = f"{'library':<8} {'case':<10}" + "".join(f"{str(n) + ' thr':>16}" for n in counts)
     lines += [head, "-" * len(head)]
     for d in ("H2D", "D2H"):
@@ -463,6 +464,9 @@ def scale_report(nbytes=64 * MiB, counts=THREADS, peers=("cupy", "torch"), progr
     """The --scale report, as text."""
     with registration(0):       # (the threads' buffers, met again and again, would be page-locked in place)
         results, ceilings = measure_threads(nbytes, counts, peers, progress, budget)
+    if pygpu.transfer_config()["register_limit"]:       # (and as a user's program runs them by default)
+        for (_, d), row in measure_threads(nbytes, counts, (), progress, budget)[0].items():
+            results[("pygpu*", d)] = row
     lines = [threads_table(results, ceilings, nbytes, counts), ""]
     if progress:
         progress("a 1 MiB to_gpu beside a 1 GiB one")
