@@ -418,6 +418,49 @@ def fresh_table(results, nthreads=None):
     return "\n".join(lines)
 
 
+MID_SIZES = (64 * 1024, 256 * 1024, 1 * MiB, 4 * MiB)
+BARE_WINDOWS = (1, 2, 4)
+
+
+def mid_size(sizes=MID_SIZES, budget=0.5, directions=("H2D", "D2H")):
+    """{(direction, size): (pygpu, floor, raw)} GB/s: PyGPU's set(touched
+    pageable) and get(ary=touched pageable) into (out of) an array of the
+    size, registration off (staged); the floor, the same host copies and
+    DMAs in a bare loop in C (backend_module._bare_loop: no lanes, no
+    Python), in 1, 2 or 4 windows, the best; raw pinned cudaMemcpy (None
+    where it cannot be called)."""
+    lib, raw, results = pygpu.backend_module, RawCuda(), {}
+    reps = max(20, min(200, int(budget * 2000)))
+    with registration(0):
+        for d in directions:
+            for n in sizes:
+                host, g = pageable_array(n), pygpu.to_gpu(pageable_array(n))
+                fn = (lambda: g.set(host)) if d == "H2D" else (lambda: g.get(ary=host))
+                mine = n / time_case(fn, n, budget) / 1e9
+                del g
+                floor = max(n / lib._bare_loop(d == "H2D", n, w, reps) / 1e9 for w in BARE_WINDOWS)
+                ceiling = None
+                if raw.available():
+                    rfn, keep = raw.case(d, n)
+                    ceiling = n / time_case(rfn, n, budget) / 1e9
+                    del keep
+                results[(d, n)] = (mine, floor, ceiling)
+    return results
+
+
+def mid_size_table(results):
+    names = {"H2D": "set", "D2H": "get(ary)"}
+    lines = ["Mid-size: set(touched pageable) and get(ary=touched pageable), registration off (staged); GB/s, ratio "
+             "to the floor (the same host copies and DMAs in a bare loop in C, in 1, 2 or 4 windows, the best) and "
+             "to raw pinned cudaMemcpy"]
+    head = f"{'case':<10}{'size':>9}{'pygpu':>9}{'floor':>9}{'raw':>9}{'of floor':>10}{'of raw':>9}"
+    lines += [head, "-" * len(head)]
+    for (d, n), (mine, floor, raw) in results.items():
+        lines.append(f"{names[d]:<10}{size_name(n):>9}{mine:9.1f}{floor:9.1f}{(f'{raw:.1f}' if raw else '-'):>9}"
+                     f"{mine / floor:10.2f}{(f'{mine / raw:.2f}' if raw else '-'):>9}")
+    return "\n".join(lines)
+
+
 def devices_at_once_with(limit, nbytes=64 * MiB, budget=0.5):
     """(devices_at_once's results, registered_stats() after) with
     transfer_config(register_limit=limit) for the run, then as it was."""
@@ -490,6 +533,9 @@ def scale_report(nbytes=64 * MiB, counts=THREADS, peers=("cupy", "torch"), progr
     if progress:
         progress("downloads into fresh arrays, and the host's fill of them")
     lines += ["", fresh_table(fresh_downloads(fresh_sizes, budget))]
+    if progress:
+        progress("mid-size transfers, and the bare loop of the same steps")
+    lines += ["", mid_size_table(mid_size(budget=budget))]
     at_once = None
     if pygpu.device_count() >= 2:
         if progress:

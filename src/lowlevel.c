@@ -13,12 +13,15 @@
 #include "pygpu.h"
 #include "lowlevel.h"
 #include "convert.h"
+#include "errors.h"
 #include "memory.h"
+#include "transfer/bare_loop.h"
 #include "transfer/bus.h"
 #include "transfer/events.h"
 #include "transfer/lanes.h"
 #include "transfer/pinned_pool.h"
 #include "transfer/pipeline.h"
+#include "transfer/settings.h"
 
 #include <structmember.h>
 
@@ -224,6 +227,64 @@ static PyObject *ll_events_kept(PyObject *m, PyObject *args)
     return PyLong_FromLong(pygpu_events_kept(device));
 }
 
+/* _bare_loop(up, nbytes, windows, reps): the median seconds of one
+ * transfer of the staging's floor (transfer/bare_loop.c) on the current
+ * device, between touched host memory 16 bytes past a page (where NumPy's
+ * data begin) and a new device buffer, through a new page-locked ring of
+ * 64 MiB (or of two transfers), on as many threads as a staged transfer
+ * of that size takes.  For the bench. */
+static PyObject *ll_bare_loop(PyObject *m, PyObject *args)
+{
+    int up, windows, reps;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "pnii:_bare_loop", &up, &n, &windows, &reps))
+        return NULL;
+    if (n <= 0 || windows < 1 || windows > PYGPU_BARE_WINDOWS || reps < 1)
+        return PyErr_Format(PyExc_ValueError, "_bare_loop(): nbytes (%zd) and reps (%d) must be positive and "
+                            "windows (%d) from 1 to %d", n, reps, windows, PYGPU_BARE_WINDOWS);
+    size_t nbytes = (size_t)n, ring_bytes = 2 * nbytes > (64u << 20) ? 2 * nbytes : (64u << 20);
+    size_t host_bytes = (nbytes + 16 + 4095) & ~(size_t)4095;
+    char *host = aligned_alloc(4096, host_bytes), *dev = NULL, *ring = NULL;
+    if (!host)
+        return PyErr_NoMemory();
+    memset(host, 3, host_bytes);
+    pygpu_transfer_config cfg;
+    pygpu_transfer_config_get(&cfg);
+    int threads = pygpu_transfer_threads(&cfg, nbytes, 0);
+    pygpu_stream_t s = NULL;
+    pygpu_event_t ev[PYGPU_BARE_WINDOWS] = {0};
+    const char *call = "Malloc";
+    double median = 0;
+    pygpu_status r;
+    Py_BEGIN_ALLOW_THREADS
+    r = pygpu_rt_malloc((void **)&dev, nbytes);
+    if (r == 0 && (call = "MallocHost", r = pygpu_rt_host_alloc((void **)&ring, ring_bytes)) == 0)
+        memset(ring, 0, ring_bytes);
+    if (r == 0)
+        call = "StreamCreate", r = pygpu_rt_stream_create(&s, PYGPU_STREAM_NON_BLOCKING, 0);
+    for (int k = 0; r == 0 && k < windows; k++)
+        call = "EventCreateWithFlags", r = pygpu_rt_event_create(&ev[k], PYGPU_EVENT_DISABLE_TIMING);
+    if (r == 0)
+        r = pygpu_bare_loop(up, host + 16, dev, ring, ring_bytes, nbytes, windows, threads, reps, s, ev, &median,
+                            &call);
+    if (r != 0 && s)        /* (nothing queued may still use what is freed below) */
+        (void)pygpu_rt_stream_synchronize(s);
+    for (int k = 0; k < windows; k++)
+        if (ev[k])
+            (void)pygpu_rt_event_destroy(ev[k]);
+    if (s)
+        (void)pygpu_rt_stream_destroy(s);
+    if (ring)
+        (void)pygpu_rt_host_free(ring);
+    if (dev)
+        (void)pygpu_rt_free(dev);
+    Py_END_ALLOW_THREADS
+    free(host);
+    if (pygpu_check(PyModule_GetState(m), r, call) < 0)
+        return NULL;
+    return PyFloat_FromDouble(median);
+}
+
 static PyMethodDef lowlevel_methods[] = {
     {"_get_last_error", (PyCFunction)(void (*)(void))ll_get_last_error, METH_VARARGS | METH_KEYWORDS,
      "_get_last_error(peek=False)\n--\n\nThe runtime's last error code (cleared unless `peek`)."},
@@ -243,6 +304,9 @@ static PyMethodDef lowlevel_methods[] = {
     {"_bus_kernel_copies", ll_bus_kernel_copies, METH_NOARGS,
      "_bus_kernel_copies()\n--\n\nHow many copies between host and device PyGPU's copy kernel has carried "
      "beside another thread's bulk copy (for tests)."},
+    {"_bare_loop", ll_bare_loop, METH_VARARGS,
+     "_bare_loop(up, nbytes, windows, reps, /)\n--\n\nThe median seconds of one transfer of the staging's "
+     "floor: the same host copies and DMAs in `windows` windows, with nothing around them (for the bench)."},
     {"_events_kept", ll_events_kept, METH_VARARGS,
      "_events_kept(device, /)\n--\n\nHow many events PyGPU keeps for reuse on the device (for tests)."},
     {"_host_unregister", ll_host_unregister, METH_O,

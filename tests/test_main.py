@@ -196,6 +196,7 @@ def test_scale_report_times_threads_and_beside_with_registration_off(monkeypatch
     monkeypatch.setattr(bench_scale, "host_floors", lambda *a, **k: {})
     monkeypatch.setattr(bench_scale, "floors_lines", lambda *a, **k: [])
     monkeypatch.setattr(bench_scale, "fresh_downloads", lambda *a, **k: {1 << 20: (2.0, 4.0, None)})
+    monkeypatch.setattr(bench_scale, "mid_size", lambda *a, **k: {("H2D", 1 << 20): (3.0, 4.0, 6.0)})
     before = limit()
     pygpu.transfer_config(register_limit=32 << 20)
     try:
@@ -203,6 +204,7 @@ def test_scale_report_times_threads_and_beside_with_registration_off(monkeypatch
         assert seen == {"threads": [0, 32 << 20], "beside": [0, 32 << 20] * 2, "async": 32 << 20}, seen
         assert limit() == 32 << 20 and "registration off" in text and text.count(", the defaults") == 2
         assert "Fresh destinations" in text and "    1 MiB      2.0      4.0        -      0.50" in text, text
+        assert "Mid-size" in text and "set           1 MiB      3.0      4.0      6.0      0.75     0.50" in text, text
     finally:
         pygpu.transfer_config(register_limit=before)
 
@@ -334,6 +336,35 @@ def test_scale_fresh_downloads_stand_beside_the_hosts_fill_of_new_arrays():
                                                                    "of", "raw"]
     assert lines[3].split()[:2] == ["64", "KiB"] and lines[4].split()[:2] == ["1", "MiB"]
     assert float(lines[4].split()[5]) == pytest.approx(res[1 << 20][0] / res[1 << 20][1], abs=0.01)
+
+
+def test_scale_mid_size_stands_beside_the_bare_loop(monkeypatch):
+    """--scale's mid-size section: set and get(ary) of each size, staged
+    (registration off while it runs), against the bare loop of the same
+    host copies and DMAs in C (the best of its windows), the ratios
+    printed; the bare loop refuses what it cannot run."""
+    from pygpu import bench_scale
+    lib = pygpu.backend_module
+    for args in ((1, 0, 1, 5), (1, 4096, 0, 5), (1, 4096, 9, 5), (0, 4096, 1, 0)):
+        with pytest.raises(ValueError, match="_bare_loop"):
+            lib._bare_loop(*args)
+    assert lib._bare_loop(True, (1 << 16) + 3, 3, 5) > 0 and lib._bare_loop(False, (1 << 16) + 3, 8, 5) > 0
+    real, seen = lib._bare_loop, []
+
+    def bare(up, n, windows, reps):
+        seen.append((up, n, windows, pygpu.transfer_config()["register_limit"]))
+        return real(up, n, windows, reps)
+    monkeypatch.setattr(lib, "_bare_loop", bare)
+    sizes = (1 << 16, 1 << 18)
+    res = bench_scale.mid_size(sizes, budget=0.01)
+    assert list(res) == [(d, n) for d in ("H2D", "D2H") for n in sizes]
+    assert seen == [(up, n, w, 0) for up in (True, False) for n in sizes for w in bench_scale.BARE_WINDOWS]
+    for mine, floor, raw in res.values():
+        assert mine > 0 and floor > 0 and (raw is None) == (pygpu.backend != "cuda")
+    lines = bench_scale.mid_size_table(res).splitlines()
+    assert lines[0].startswith("Mid-size") and lines[1].split()[:5] == ["case", "size", "pygpu", "floor", "raw"]
+    assert lines[3].split()[:3] == ["set", "64", "KiB"] and lines[6].split()[:3] == ["get(ary)", "256", "KiB"]
+    assert float(lines[6].split()[6]) == pytest.approx(res[("D2H", 1 << 18)][0] / res[("D2H", 1 << 18)][1], abs=0.01)
 
 
 def test_scale_host_floors_measure_each_floor_on_one_and_many_threads(monkeypatch):
