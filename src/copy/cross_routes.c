@@ -139,8 +139,9 @@ pygpu_status cp_cross_device(ctx *c, pygpu_side dst, pygpu_side src, int nd, con
     if (r == 0 && !dense_to)
         r = cp_device_pass(c, &p, 0, dst.ptr + p.offset[0], dtmp.dev, itemsize, 0);
 done:;
-    /* Done (or failed part way): nothing queued may still read the temporaries. */
-    pygpu_status w = here == ddev ? 0 : pygpu_rt_set_device(ddev);
+    /* Done (or failed part way, perhaps with another device current):
+     * nothing queued may still read the temporaries. */
+    pygpu_status w = here == ddev && r == 0 ? 0 : pygpu_rt_set_device(ddev);
     if (w == 0)
         w = pygpu_rt_stream_synchronize(c->s);
     if (r == 0)
