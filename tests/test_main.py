@@ -532,3 +532,25 @@ def test_bench_devices_peer_rows(monkeypatch, capsys):
                      text, re.M), text
     assert all(results[r][64 << 10][2] is None for r in rows if bench.other_library(r) and rows[r] != ["n/a"])
     assert not bench.devices_wrong(results)
+
+
+def test_the_benchs_registration_constants_are_tunings(monkeypatch):
+    """bench.py's REGISTER_MOVED and REGISTER_MIN are src/tuning.h's: the
+    "reused" rows move a buffer as often as registration waits for before
+    they are timed, and not at all where no buffer is registered (the
+    8-byte row once made 8 million calls first)."""
+    from pygpu import bench
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))     # (the checkout's, not the package's)
+    text = open(os.path.join(root, "src", "tuning.h")).read()
+    for name in ("MOVED", "MIN"):
+        m = re.search(rf"#define PYGPU_REGISTER_{name} \(\(size_t\)(\d+) << (\d+)\)", text)
+        assert m and getattr(bench, f"REGISTER_{name}") == int(m.group(1)) << int(m.group(2)), name
+    calls = []
+    real = pygpu.to_gpu
+    monkeypatch.setattr(bench.pygpu, "to_gpu", lambda h: calls.append(h.nbytes) or real(h))
+    for nbytes, before in ((8, 0), (bench.REGISTER_MIN, bench.REGISTER_MOVED // bench.REGISTER_MIN)):
+        calls.clear()
+        fn, keep = bench.pygpu_cases(nbytes)["H2D pageable reused"]()
+        assert len(calls) == before, (nbytes, len(calls))
+        fn()
+        assert calls[-1] == nbytes
