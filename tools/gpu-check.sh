@@ -10,7 +10,7 @@
 #   bash tools/gpu-check.sh bench      build + everything but the tests
 #   bash tools/gpu-check.sh devices    build + the multi-device and MPI tests (and the main job's peers
 #                                      section and bench --devices, tested) + the peers section + bench
-#                                      --devices + the MPI ping-pong (pygpu.bench_mpi) + benchmarks/test_devices.py + every device transferring
+#                                      --devices + tools/research/peer-costs.py + the MPI ping-pong (pygpu.bench_mpi) + benchmarks/test_devices.py + every device transferring
 #                                      at once (bench_scale.registered_at_once: registration off, then on: as
 #                                      the default limit or PYGPU_REGISTER_LIMIT's; 64 and 256 MiB), 2 rounds, and the host's floors
 #   bash tools/gpu-check.sh copies     build + the tests of copies on the device + bench --copies
@@ -127,6 +127,9 @@ devices() {
         nvidia-smi topo -m 2>/dev/null | head -5
         python3 -m pygpu --no-bench 2>/dev/null | grep -A "$((ngpu * (ngpu - 1)))" '^peers'
         python3 -m pygpu.bench --devices 2>/dev/null | tee "$OUT/bench-devices.txt"
+        echo "== a copy between devices, call by call (tools/research/peer-costs.py, in $OUT/peer-costs.txt)"
+        PYTHONPATH=$PWD python3 tools/research/peer-costs.py >"$OUT/peer-costs.txt" 2>&1
+        grep -E "pygpu|memcpyPeer \+" "$OUT/peer-costs.txt"
         echo "== MPI ping-pong, 2 ranks (python -m pygpu.bench_mpi)"
         mpi=(mpirun -np 2)
         mpirun --version 2>&1 | grep -q "Open MPI" && mpi+=(--oversubscribe --allow-run-as-root)
