@@ -297,8 +297,13 @@ def _query(obj):
 
 
 def cudaEventRecord(event, stream=None):
-    """Record `event` on `stream` (None: the legacy default stream)."""
-    return _on_handles(Event.record, _event_arg(event), _stream_arg(stream))
+    """Record `event` on `stream` (None: the legacy default stream);
+    cudaErrorInvalidResourceHandle for a stream of another device than the
+    event's, as the runtime answers (Event.record raises ValueError)."""
+    e, s = _event_arg(event), _stream_arg(stream)
+    if e is not None and s is not None and s is not Stream.null and s.device != e.device:
+        return cudaError_t(_INVALID_HANDLE)
+    return _on_handles(Event.record, e, s)
 
 
 def cudaEventSynchronize(event):

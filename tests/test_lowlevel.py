@@ -349,6 +349,22 @@ def test_events_and_streams(random_bytes):
     del g
 
 
+def test_an_event_recorded_on_another_devices_stream_is_an_error_status():
+    """As the runtime answers: cudaErrorInvalidResourceHandle, not an
+    exception; a stream of another device may still wait for the event."""
+    if pygpu.device_count() < 2:
+        pytest.skip("needs 2 devices")
+    e0 = pygpu.cudaEvent_t()
+    pygpu.set_device(1)
+    try:
+        s1 = pygpu.cudaStream_t()
+    finally:
+        pygpu.set_device(0)
+    assert is_error(pygpu.cudaEventRecord(e0, s1), INVALID_HANDLE) and not e0.event.recorded
+    assert is_success(pygpu.cudaEventRecord(e0)) and is_success(pygpu.cudaStreamWaitEvent(s1, e0))
+    assert is_success(pygpu.cudaStreamSynchronize(s1))
+
+
 def test_event_and_stream_flags():
     assert not pygpu.cudaEvent_t(2).event.timing
     assert pygpu.cudaEvent_t(1).event.timing
