@@ -51,10 +51,8 @@ static pygpu_status once(int up, char *host, char *dev, char *pin, size_t n, int
             r = pygpu_rt_event_record(ev[k], s);
         }
     }
-    if (up) {
-        *call = "StreamSynchronize";
-        return r == 0 ? pygpu_rt_stream_synchronize(s) : r;
-    }
+    if (up)
+        return r == 0 ? (*call = "StreamSynchronize", pygpu_rt_stream_synchronize(s)) : r;
     for (size_t off = 0, k = 0; r == 0 && off < n; off += w, k++) {
         size_t len = n - off < w ? n - off : w;
         *call = "EventQuery";
