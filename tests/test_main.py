@@ -554,3 +554,20 @@ def test_the_benchs_registration_constants_are_tunings(monkeypatch):
         assert len(calls) == before, (nbytes, len(calls))
         fn()
         assert calls[-1] == nbytes
+
+
+def test_the_bare_loop_names_a_failed_copy(run_python):
+    """A DMA of the bare loop that fails raises GPUError naming the copy
+    (the host backend fails every copy of 65536 bytes), both ways, and the
+    next loop runs (nothing left held)."""
+    proc = run_python("""
+        import pygpu
+        lib = pygpu.backend_module
+        for up in (True, False):
+            try:
+                lib._bare_loop(up, 1 << 16, 1, 20)
+            except pygpu.GPUError as e:
+                print(e.call)
+        print(lib._bare_loop(True, 1 << 17, 4, 5) > 0, lib._bare_loop(False, 1 << 17, 4, 5) > 0)
+        """, env={"PYGPU_BACKEND": "host", "PYGPU_HOST_FAIL_COPY": "65536:0"})
+    assert proc.stdout.split() == ["hostMemcpyAsync", "hostMemcpyAsync", "True", "True"], proc.stdout
