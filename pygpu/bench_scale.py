@@ -159,14 +159,15 @@ def aggregate(setup, nthreads, nbytes, budget=0.5, each=False):
     return rates if each else sum(rates)
 
 
-def measure_threads(nbytes=64 * MiB, counts=THREADS, peers=("cupy", "torch"), progress=None, budget=0.5):
+def measure_threads(nbytes=64 * MiB, counts=THREADS, peers=("cupy", "torch"), progress=None, budget=0.5,
+                    ceilings=True):
     """{(library, direction): {threads: GB/s}}, and the raw pinned ceiling
-    {direction: GB/s} measured in the same run."""
-    raw, ceilings, results = RawCuda(), {}, {}
+    {direction: GB/s} measured in the same run (none: `ceilings` False)."""
+    raw, measured, results = RawCuda(), {}, {}
     for d in ("H2D", "D2H"):
-        if raw.available():
+        if ceilings and raw.available():
             fn, keep = raw.case(d, nbytes)
-            ceilings[d] = nbytes / time_case(fn, nbytes, budget) / 1e9
+            measured[d] = nbytes / time_case(fn, nbytes, budget) / 1e9
             del keep
         for lib in ("pygpu",) + tuple(peers if pygpu.backend == "cuda" else ()):
             setup = thread_case(lib, d, nbytes)
@@ -176,7 +177,7 @@ def measure_threads(nbytes=64 * MiB, counts=THREADS, peers=("cupy", "torch"), pr
                 if progress:
                     progress(f"{lib} {d} from {n} thread{'s' if n > 1 else ''}, {size_name(nbytes)} each")
                 results.setdefault((lib, d), {})[n] = aggregate(setup, n, nbytes, budget)
-    return results, ceilings
+    return results, measured
 
 
 def threads_table(results, ceilings, nbytes, counts=THREADS):
@@ -508,7 +509,7 @@ def scale_report(nbytes=64 * MiB, counts=THREADS, peers=("cupy", "torch"), progr
     with registration(0):       # (the threads' buffers, met again and again, would be page-locked in place)
         results, ceilings = measure_threads(nbytes, counts, peers, progress, budget)
     if pygpu.transfer_config()["register_limit"]:       # (and as a user's program runs them by default)
-        for (_, d), row in measure_threads(nbytes, counts, (), progress, budget)[0].items():
+        for (_, d), row in measure_threads(nbytes, counts, (), progress, budget, ceilings=False)[0].items():
             results[("pygpu*", d)] = row
     lines = [threads_table(results, ceilings, nbytes, counts), ""]
     if progress:

@@ -8,22 +8,14 @@
  * on its workers, so that the bench can print it beside PyGPU's figure in
  * the same run.
  */
-#define _POSIX_C_SOURCE 200809L
 #include "bare_loop.h"
 #include "hostcopy.h"
+#include "trace.h"
 #include "workers.h"
 
 #include <stdlib.h>
-#include <time.h>
 
 #define BARE_WARM 5             /* transfers not counted */
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 static void host_copy(char *dst, const char *src, size_t n, int threads, int stream)
 {
@@ -85,10 +77,10 @@ pygpu_status pygpu_bare_loop(int up, char *host, char *dev, char *ring, size_t r
     }
     pygpu_workers_heat(threads - 1);
     for (int i = 0; r == 0 && i < BARE_WARM + reps; i++) {
-        double t0 = now_s();
+        long long t0 = pygpu_trace_now_ns();
         r = once(up, host, dev, ring + (size_t)i % slots * n, n, windows, threads, s, ev, call);
         if (i >= BARE_WARM)
-            t[i - BARE_WARM] = now_s() - t0;
+            t[i - BARE_WARM] = (double)(pygpu_trace_now_ns() - t0) * 1e-9;
     }
     pygpu_workers_cool();
     if (r == 0) {
