@@ -12,6 +12,7 @@
 #include "copy/copy.h"
 #include "device.h"
 #include "memory.h"
+#include "peer.h"
 #include "shape.h"
 #include "state.h"
 #include "stream.h"
@@ -67,9 +68,11 @@ PyObject *pygpu_array_wrap(pygpu_state *st, PyTypeObject *tp, PyArray_Descr *des
 
 /* A new array of `shape` with fresh memory laid out by `strides` (a
  * contiguous layout), or NULL strides: contiguous like `like` (order 'K'),
- * else C or F order by `fortran`.  Steals `descr`. */
-static PyObject *empty_laid_out(pygpu_state *st, PyTypeObject *tp, PyArray_Descr *descr, int nd,
-                                const ptrdiff_t *shape, int fortran, const ptrdiff_t *like, PyObject *stream)
+ * else C or F order by `fortran`; on the current device for `stream`, or
+ * with `order` on device `across`, another (pygpu_memory_new_across: NULL
+ * with no exception where it declines).  Steals `descr`. */
+static PyObject *laid_out(pygpu_state *st, PyTypeObject *tp, PyArray_Descr *descr, int nd, const ptrdiff_t *shape,
+                          int fortran, const ptrdiff_t *like, PyObject *stream, int across, pygpu_stream_t order)
 {
     ptrdiff_t nbytes, strides[PYGPU_MAXDIMS];
     ptrdiff_t itemsize = (ptrdiff_t)PyDataType_ELSIZE(descr);
@@ -82,7 +85,8 @@ static PyObject *empty_laid_out(pygpu_state *st, PyTypeObject *tp, PyArray_Descr
     else
         pygpu_shape_strides(nd, shape, itemsize, fortran, strides);
     pygpu_alloc_purpose purpose = {nd, shape, descr};
-    PyObject *mem = pygpu_memory_new(st, (size_t)nbytes, stream, &purpose);
+    PyObject *mem = across < 0 ? pygpu_memory_new(st, (size_t)nbytes, stream, &purpose)
+                               : pygpu_memory_new_across(st, (size_t)nbytes, across, order, &purpose);
     if (!mem) {
         Py_DECREF(descr);
         return NULL;
@@ -100,16 +104,22 @@ static PyObject *empty_laid_out(pygpu_state *st, PyTypeObject *tp, PyArray_Descr
 PyObject *pygpu_array_empty(pygpu_state *st, PyTypeObject *tp, PyArray_Descr *descr, int nd,
                             const ptrdiff_t *shape, int fortran, PyObject *stream)
 {
-    return empty_laid_out(st, tp, descr, nd, shape, fortran, NULL, stream);
+    return laid_out(st, tp, descr, nd, shape, fortran, NULL, stream, -1, PYGPU_STREAM_NULL);
 }
 
-PyObject *pygpu_array_empty_like(pygpu_state *st, PyGPUArray *a, PyArray_Descr *descr, int order, PyObject *stream)
+/* empty_like, or with `across` >= 0 laid_out's way across. */
+static PyObject *like(pygpu_state *st, PyGPUArray *a, PyArray_Descr *descr, int order, PyObject *stream, int across)
 {
     int f_only = (a->flags & PYGPU_F_CONTIGUOUS) && !(a->flags & PYGPU_C_CONTIGUOUS);
     if (order == PYGPU_ORDER_A || (order == PYGPU_ORDER_K && (a->flags & (PYGPU_C_CONTIGUOUS | PYGPU_F_CONTIGUOUS))))
         order = f_only ? PYGPU_ORDER_F : PYGPU_ORDER_C;     /* (as NumPy: 'K' of a contiguous array) */
-    return empty_laid_out(st, Py_TYPE(a), descr, a->nd, GA_SHAPE(a), order == PYGPU_ORDER_F,
-                          order == PYGPU_ORDER_K ? GA_STRIDES(a) : NULL, stream);
+    return laid_out(st, Py_TYPE(a), descr, a->nd, GA_SHAPE(a), order == PYGPU_ORDER_F,
+                    order == PYGPU_ORDER_K ? GA_STRIDES(a) : NULL, stream, across, PYGPU_STREAM_NULL);
+}
+
+PyObject *pygpu_array_empty_like(pygpu_state *st, PyGPUArray *a, PyArray_Descr *descr, int order, PyObject *stream)
+{
+    return like(st, a, descr, order, stream, -1);
 }
 
 PyObject *pygpu_array_view(PyGPUArray *a, int nd, const ptrdiff_t *shape, const ptrdiff_t *strides,
@@ -124,6 +134,32 @@ PyObject *pygpu_array_view(PyGPUArray *a, int nd, const ptrdiff_t *shape, const 
                             a->flags & PYGPU_WRITEABLE);
 }
 
+/* dense_copy's to `dev`, another device that a's reaches peer to peer,
+ * for its legacy stream, with a's device current throughout: the new
+ * array from dev's pool, allocated and written on a's device's legacy
+ * stream (after the work queued there, as every copy between devices),
+ * and waited for there.  No event between the two devices, which would
+ * cost 2 us of a 16 MiB copy's 58 (docs/performance.md#between-devices-call-by-call).
+ * NULL with no exception where this way declines. */
+static PyObject *dense_copy_across(pygpu_state *st, PyGPUArray *a, int order, PyObject *stream, int dev)
+{
+    int prev;
+    ptrdiff_t count;
+    if (pygpu_shape_size(a->nd, GA_SHAPE(a), &count) < 0 || count == 0 || !pygpu_peer_usable(dev, a->device) ||
+        pygpu_device_enter(st, a->device, &prev) < 0)
+        return NULL;
+    Py_INCREF(a->descr);
+    PyGPUArray *c = (PyGPUArray *)like(st, a, a->descr, order, stream, dev);
+    if (c && pygpu_copy_across(st, pygpu_device_side(c), pygpu_device_side(a), a->nd, GA_SHAPE(a),
+                               GA_ITEMSIZE(a)) < 0)
+        Py_CLEAR(c);
+    if (pygpu_device_leave(st, prev) < 0)
+        Py_CLEAR(c);
+    if (c)
+        pygpu_array_set_last_stream(st, c, stream, PYGPU_STREAM_NULL);
+    return (PyObject *)c;
+}
+
 /* A dense copy of `a` on device `dev` (stream `s` of it), laid out in
  * `order` (enum pygpu_order); new reference.  A copy to another device is
  * done when this returns. */
@@ -131,7 +167,14 @@ PyObject *pygpu_array_dense_copy(pygpu_state *st, PyGPUArray *a, int order, pygp
                                  int dev)
 {
     int prev;
-    if (pygpu_memory_usable(a->mem) < 0 || pygpu_device_enter(st, dev, &prev) < 0)
+    if (pygpu_memory_usable(a->mem) < 0)
+        return NULL;
+    if (dev != a->device && s == PYGPU_STREAM_NULL) {
+        PyObject *c = dense_copy_across(st, a, order, stream, dev);
+        if (c || PyErr_Occurred())
+            return c;
+    }
+    if (pygpu_device_enter(st, dev, &prev) < 0)
         return NULL;
     Py_INCREF(a->descr);
     /* (the copy too with `dev` current: it would make it current again) */

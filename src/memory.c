@@ -172,15 +172,28 @@ static pygpu_status allocate(pygpu_state *st, PyGPUMemory *m, pygpu_stream_t h)
     return s;
 }
 
-PyObject *pygpu_memory_new(pygpu_state *st, size_t nbytes, PyObject *stream, const pygpu_alloc_purpose *purpose)
+/* Allocate `m` on `m->device`, not the current device, from its pool,
+ * ordered on `order` (a stream of the current device); nothing where that
+ * pool is not known yet (*declined). */
+static pygpu_status allocate_across(PyGPUMemory *m, pygpu_stream_t order, int *declined)
+{
+    pygpu_status s = pygpu_rt_malloc_on_async(&m->ptr, m->capacity, m->device, order, &m->pooled);
+    *declined = s == 0 && !m->ptr;
+    m->cacheable &= m->pooled;
+    return s;
+}
+
+/* memory_new and memory_new_across: `nbytes` on `dev`, given back on
+ * `stream`'s handle there; allocated on that handle, or with `order`
+ * (dev not current), from dev's pool ordered on *order. */
+static PyObject *memory_make(pygpu_state *st, size_t nbytes, PyObject *stream, int dev, const pygpu_stream_t *order,
+                             const pygpu_alloc_purpose *purpose)
 {
     PyGPUMemory *m = NULL;
     PyObject *cur = NULL;
     pygpu_stream_t h;
     pygpu_status s;
-    int dev = pygpu_current_device(st);
-    if (dev < 0)
-        return NULL;
+    int declined = 0;
     if (stream == NULL || stream == Py_None) {      /* (one lookup: the handle and the Stream kept) */
         if (!(stream = cur = pygpu_current_stream(st)))
             return NULL;
@@ -191,8 +204,8 @@ PyObject *pygpu_memory_new(pygpu_state *st, size_t nbytes, PyObject *stream, con
     if (st->put_off.n)          /* (frees a capture put off, where it has ended) */
         pygpu_memory_put_off_retry(st);
     /* (memory allocated by a capture is the graph's, valid only while it runs) */
-    if (pygpu_capture_refuse(st, h, 0, "An allocation", "Allocate the arrays before the capture begins: work on "
-                             "them joins it.") < 0)
+    if (pygpu_capture_refuse(st, order ? *order : h, 0, "An allocation", "Allocate the arrays before the capture "
+                             "begins: work on them joins it.") < 0)
         goto done;
     m = (PyGPUMemory *)st->Memory->tp_alloc(st->Memory, 0);
     if (!m)
@@ -208,16 +221,32 @@ PyObject *pygpu_memory_new(pygpu_state *st, size_t nbytes, PyObject *stream, con
                    nbytes <= PYGPU_CACHE_MAX_BLOCK;
     if (m->cacheable)       /* sizes rounded up, so that near sizes share blocks */
         m->capacity = (nbytes + 511) & ~(size_t)511;
-    s = allocate(st, m, h);
-    if (s != 0) {
+    /* (across: not from the cache, whose blocks the work queued on their
+     * own device may still use; the pool orders its reuse) */
+    s = !order ? allocate(st, m, h) : st->use_pool ? allocate_across(m, *order, &declined) : (declined = 1, 0);
+    if (s != 0 || declined) {
         m->ptr = NULL;
         m->freed = 1;
         Py_CLEAR(m);
-        (void)pygpu_check_alloc(st, s, st->use_pool ? "MallocAsync" : "Malloc", nbytes, dev, purpose);
+        if (s != 0)
+            (void)pygpu_check_alloc(st, s, order ? "MallocFromPoolAsync" : st->use_pool ? "MallocAsync" : "Malloc",
+                                    nbytes, dev, purpose);
     }
 done:
     Py_XDECREF(cur);
     return (PyObject *)m;
+}
+
+PyObject *pygpu_memory_new(pygpu_state *st, size_t nbytes, PyObject *stream, const pygpu_alloc_purpose *purpose)
+{
+    int dev = pygpu_current_device(st);
+    return dev < 0 ? NULL : memory_make(st, nbytes, stream, dev, NULL, purpose);
+}
+
+PyObject *pygpu_memory_new_across(pygpu_state *st, size_t nbytes, int dev, pygpu_stream_t order,
+                                  const pygpu_alloc_purpose *purpose)
+{
+    return memory_make(st, nbytes, NULL, dev, &order, purpose);
 }
 
 static void memory_dealloc(PyObject *self)

@@ -14,6 +14,13 @@
  * (an array's shape and dtype, named if it runs out of memory; NULL: raw
  * memory); new reference to a DeviceAllocation. */
 PyObject *pygpu_memory_new(pygpu_state *st, size_t nbytes, PyObject *stream, const pygpu_alloc_purpose *purpose);
+/* The same on device `dev`, another than the current one, for its current
+ * stream there (given back on it): from dev's pool, the allocation ordered
+ * on `order`, a stream of the current device, so that work queued there
+ * may use it at once.  NULL with no exception set where dev's pool cannot
+ * be had that way (no pool, or none used on dev yet): allocate on dev. */
+PyObject *pygpu_memory_new_across(pygpu_state *st, size_t nbytes, int dev, pygpu_stream_t order,
+                                  const pygpu_alloc_purpose *purpose);
 
 /* A device address argument: a DeviceAllocation (its size in *size) or an
  * int (*size set to SIZE_MAX: unknown); 0, or -1 with TypeError. */

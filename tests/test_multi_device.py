@@ -214,14 +214,17 @@ def test_threads_each_on_their_own_device(rng):
 
 @two
 def test_copies_between_devices_reuse_their_events(rng):
-    """A copy between devices orders itself after the other device's work
-    with an event kept for reuse (src/transfer/events.c): however many
-    copies run, from several threads at once, dense and strided, both ways,
-    the events kept stay few and every result is right."""
+    """A copy into an array of another device orders itself after the other
+    device's work with an event kept for reuse (src/transfer/events.c); a
+    copy into a new array there (copy(device=)) is ordered on the source
+    device alone and takes none.  However many copies run, from several
+    threads at once, dense and strided, both ways, the events kept stay few
+    and every result is right."""
     lib = pygpu.backend_module
     h = rng.standard_normal((64, 48))
     a = pygpu.to_gpu(h)
-    a.copy(device=1).copy(device=0)
+    with pygpu.Device(1):
+        b = pygpu.empty(h.shape, h.dtype)
     errors = []
 
     def work(seed):
@@ -231,7 +234,9 @@ def test_copies_between_devices_reuse_their_events(rng):
                 v, hv = random_view(r, a, h)
                 c = v.copy(device=1)
                 np.testing.assert_array_equal(c.get(), hv)
-                np.testing.assert_array_equal(c[::-1].copy(device=0).get(), hv[::-1])
+                back = pygpu.empty(hv.shape, hv.dtype)
+                back[...] = c[::-1]
+                np.testing.assert_array_equal(back.get(), hv[::-1])
         except Exception as e:      # noqa: BLE001 (reported below)
             errors.append(e)
 
@@ -244,9 +249,35 @@ def test_copies_between_devices_reuse_their_events(rng):
     kept = [lib._events_kept(d) for d in (0, 1)]
     assert all(1 <= k <= 16 for k in kept), kept
     for _ in range(40):             # (one thread: each event taken is given back)
+        b[...] = a
+        np.testing.assert_array_equal(b.get(), h)
         np.testing.assert_array_equal(a.copy(device=1).get(), h)
     assert [lib._events_kept(d) for d in (0, 1)] == kept
     assert lib._events_kept(1 << 20) == 0
+
+
+@two
+@pytest.mark.parametrize("view", ["x", "x[:, ::-3]"])
+def test_a_new_array_across_waits_for_its_memorys_last_use(rng, view):
+    """copy(device=1) allocates its destination from device 1's pool but
+    writes it on device 0's stream: memory that device 1's work was still
+    filling when its array was dropped is not written before that work is
+    done (the pool orders its reuse), and the source's pending work comes
+    first.  Every element as NumPy has it."""
+    h = rng.integers(0, 1 << 31, size=(2048, 2048), dtype=np.int32)     # 16 MiB
+    x = pygpu.to_gpu(h)
+    want = eval(view, {"x": h})
+    for _ in range(4):
+        with pygpu.Device(1):
+            old = pygpu.empty(want.shape, want.dtype)
+            old.fill(7)                 # (queued on device 1, perhaps still running)
+        del old
+        x[0, :5] = -np.arange(5, dtype=np.int32)        # (queued on device 0 just before)
+        h[0, :5] = -np.arange(5)
+        want = eval(view, {"x": h})
+        got = eval(view, {"x": x}).copy(device=1)
+        assert int(got.device) == 1 and pygpu.get_device() == 0
+        np.testing.assert_array_equal(got.get(), want)
 
 
 @two
@@ -256,9 +287,12 @@ def test_a_device_reset_lets_the_kept_events_go(run_python):
         lib = pygpu.backend_module
         h = numpy.arange(1000.)
         a = pygpu.to_gpu(h)
-        assert (a.copy(device=1).get() == h).all()
+        with pygpu.Device(1):
+            b1 = pygpu.empty_like(a)
+        b1[...] = a
+        assert (b1.get() == h).all()
         before = lib._events_kept(0)
-        del a
+        del a, b1
         print(before, pygpu.cudaDeviceReset(), lib._events_kept(0))
         b = pygpu.to_gpu(h)                         # copies between devices work again
         assert (b.copy(device=1).get() == h).all() and (b[::-2].copy(device=1).get() == h[::-2]).all()

@@ -90,6 +90,11 @@ pygpu_status pygpu_rt_malloc(void **p, size_t n);
 pygpu_status pygpu_rt_malloc_async(void **p, size_t n, pygpu_stream_t s, int *pooled);
 pygpu_status pygpu_rt_free(void *p);
 pygpu_status pygpu_rt_free_async(void *p, pygpu_stream_t s);
+/* From the pool of device `dev`, which need not be current, ordered on `s`
+ * (a stream of the current device): free it with free_async on a stream
+ * of `dev`.  Where that pool is not known yet (no allocation on `dev` has
+ * found it) or `n` is 0, nothing: *p NULL, *pooled 0 and success. */
+pygpu_status pygpu_rt_malloc_on_async(void **p, size_t n, int dev, pygpu_stream_t s, int *pooled);
 pygpu_status pygpu_rt_mempool_trim(int dev, size_t keep_bytes);
 /* 1 if allocating costs next to nothing (the host backend), so that the
  * upper layers keep no cache of freed blocks in front of it. */

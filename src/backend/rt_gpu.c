@@ -229,7 +229,8 @@ pygpu_status pygpu_rt_free_async(void *p, pygpu_stream_t s) { return RT(FreeAsyn
  * runtime's default threshold (0) hands memory back at every synchronize,
  * which makes the pool no faster than plain malloc. */
 #define MAX_POOL_DEVICES 256
-static volatile unsigned char pool_state[MAX_POOL_DEVICES];  /* 0 unknown, 1 pool, 2 none */
+static _Atomic unsigned char pool_state[MAX_POOL_DEVICES];   /* 0 unknown, 1 pool, 2 none */
+static rt_mempool pools[MAX_POOL_DEVICES];                    /* each device's default pool, once state 1 */
 
 static int pool_usable(void)
 {
@@ -251,6 +252,7 @@ static int pool_usable(void)
         if (RT(DeviceGetDefaultMemPool)(&pool, dev) != RT(Success) ||
             RT(MemPoolSetAttribute)(pool, RT(MemPoolAttrReleaseThreshold), &keep) != RT(Success))
             on = 0;
+        pools[dev] = pool;          /* (written before the state that says so) */
     }
     RT(GetLastError)();
     pool_state[dev] = on ? 1 : 2;
@@ -269,6 +271,19 @@ pygpu_status pygpu_rt_malloc_async(void **p, size_t n, pygpu_stream_t s, int *po
         RT(GetLastError)();
     }
     return RT(Malloc)(p, n);
+}
+
+pygpu_status pygpu_rt_malloc_on_async(void **p, size_t n, int dev, pygpu_stream_t s, int *pooled)
+{
+    *p = NULL;
+    *pooled = 0;
+    if (n == 0 || dev < 0 || dev >= MAX_POOL_DEVICES || pool_state[dev] != 1)
+        return RT(Success);
+    rt_error e = RT(MallocFromPoolAsync)(p, n, pools[dev], S(s));
+    if (e != RT(Success))
+        *p = NULL;
+    *pooled = e == RT(Success);
+    return e;
 }
 
 int pygpu_rt_alloc_is_cheap(void) { return 0; }

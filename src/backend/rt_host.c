@@ -420,6 +420,16 @@ pygpu_status pygpu_rt_malloc_async(void **p, size_t n, pygpu_stream_t s, int *po
     return r;
 }
 
+pygpu_status pygpu_rt_malloc_on_async(void **p, size_t n, int dev, pygpu_stream_t s, int *pooled)
+{
+    config();
+    *p = NULL;
+    *pooled = 0;
+    if (dev < 0 || dev >= n_devices)
+        return fail(H_INVALID_DEVICE);
+    return n ? pygpu_rt_malloc_async(p, n, s, pooled) : H_SUCCESS;      /* (one pool for all) */
+}
+
 pygpu_status pygpu_rt_free_async(void *p, pygpu_stream_t s)
 {
     if (p && capturing_now(s) && !((size_t *)((char *)p - HEADER))[3])

@@ -339,6 +339,19 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
     return back;
 }
 
+int pygpu_copy_across(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape,
+                      ptrdiff_t itemsize)
+{
+    ctx c = {.s = PYGPU_STREAM_NULL};
+    pygpu_copy_reap();
+    pygpu_trace_enter();
+    c.ts = PyEval_SaveThread();
+    pygpu_status r = cp_cross_fresh(&c, dst, src, nd, shape, itemsize);
+    pygpu_trace_done();
+    PyEval_RestoreThread(c.ts);
+    return pygpu_check(st, r, c.call ? c.call : "MemcpyPeerAsync") < 0 || kernels_warning(st, c.kernels) < 0 ? -1 : 0;
+}
+
 /* ---- casts ------------------------------------------------------------------ */
 
 int pygpu_cast(pygpu_state *st, pygpu_side dst, int dtype, pygpu_side src, int stype, int nd, const ptrdiff_t *shape,

@@ -15,6 +15,14 @@
  * -1 with an exception set. */
 int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape,
                ptrdiff_t itemsize, pygpu_stream_t s, int async);
+/* A copy into `dst`, fresh memory of dst.device allocated from its pool
+ * on the legacy stream of src.device (pygpu_memory_new_across), which is
+ * current and reaches dst.device peer to peer: on that stream, after the
+ * work queued there, dense (or a strided source gathered straight into
+ * dst over the link), and waited for.  GIL released inside; 0, or -1 with
+ * an exception set. */
+int pygpu_copy_across(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape,
+                      ptrdiff_t itemsize);
 /* Give back what finished background uploads held (their page-locked
  * blocks, their host memory's owners); the GIL held. */
 void pygpu_copy_reap(void);

@@ -83,19 +83,32 @@ static pygpu_status use(ctx *c, int dev, int *here)
 
 /* ---- between devices -------------------------------------------------------- */
 
+/* The copy's pair of layouts, simplified, with its first elements and its
+ * bytes; 0 if it has no element. */
+static int cross_pair(pygpu_pair *p, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape,
+                      ptrdiff_t itemsize, char **to, char **from, size_t *n)
+{
+    pygpu_pair_init(p, nd, shape, dst.strides, src.strides);
+    pygpu_pair_simplify(p, 0);
+    if (p->nd < 0)
+        return 0;
+    *n = (size_t)(pair_size(p) * itemsize);
+    *to = dst.ptr + p->offset[0];
+    *from = src.ptr + p->offset[1];
+    return 1;
+}
+
 /* Copy `p` (dst layout 0 on `ddev`, current, stream c->s; src layout 1 on
  * `sdev`).  Done when it returns, with `ddev` current. */
 pygpu_status cp_cross_device(ctx *c, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape,
                              ptrdiff_t itemsize)
 {
     pygpu_pair p;
-    pygpu_pair_init(&p, nd, shape, dst.strides, src.strides);
-    pygpu_pair_simplify(&p, 0);
-    if (p.nd < 0)
+    char *to, *from;
+    size_t n;
+    if (!cross_pair(&p, dst, src, nd, shape, itemsize, &to, &from, &n))
         return 0;
     int ddev = dst.device, sdev = src.device, here = ddev;
-    size_t n = (size_t)(pair_size(&p) * itemsize);
-    char *to = dst.ptr + p.offset[0], *from = src.ptr + p.offset[1];
     ctx sc = {.s = PYGPU_STREAM_NULL};     /* the source side's work: its legacy stream */
     temps stmp = {0}, dtmp = {0};
     pygpu_event_t ready = NULL;             /* (an event of the source device, kept for reuse) */
@@ -162,4 +175,28 @@ done:;
         (void)pygpu_rt_set_device(ddev);
     }
     return r;
+}
+
+pygpu_status cp_cross_fresh(ctx *c, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape,
+                            ptrdiff_t itemsize)
+{
+    pygpu_pair p;
+    char *to, *from;
+    size_t n;
+    if (!cross_pair(&p, dst, src, nd, shape, itemsize, &to, &from, &n))
+        return 0;
+    if (!pygpu_pair_is_dense(&p, 0, itemsize))
+        return blame(c, PYGPU_RT_INVALID_VALUE, "route");      /* (fresh memory is dense) */
+    pygpu_status r;
+    if (pygpu_pair_is_dense(&p, 1, itemsize)) {
+        cp_trace_route("across", n, cross_route_names[CROSS_PEER], "the devices reach each other; a new "
+                       "destination, allocated and written on the source device's stream");
+        r = blame(c, pygpu_rt_memcpy_peer_async(to, dst.device, from, src.device, n, c->s), "MemcpyPeerAsync");
+    } else {
+        cp_trace_route("across", n, "peer to peer, direct", "a strided view gathered on the source device "
+                       "straight into a new destination, over the link");
+        r = cp_device_pass(c, &p, 1, from, to, itemsize, 1);
+    }
+    pygpu_status w = pygpu_rt_stream_synchronize(c->s);     /* (after a failure too: nothing may still write) */
+    return r != 0 ? r : blame(c, w, "StreamSynchronize");
 }
