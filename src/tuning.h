@@ -86,7 +86,7 @@
 #define PYGPU_MID_WINDOW_SHARE 4
 /* A transfer goes in this many windows per staging buffer, to overlap. See performance.md#mid-size-windows */
 #define PYGPU_WINDOWS_PER_BUFFER 2
-/* A transfer's first and last chunks: the first copy and last DMA overlap nothing. See performance.md#first-chunk */
+/* A transfer's first and last chunks (mid-size ones: PYGPU_MIN_WINDOW): the first copy and last DMA overlap nothing. See performance.md#first-chunk */
 #define PYGPU_FIRST_CHUNK ((ptrdiff_t)256 << 10)
 /* Downloads land a slot further round the buffers each time, slots of this. See performance.md#download-slots */
 #define PYGPU_DOWN_SLOT ((ptrdiff_t)64 << 10)

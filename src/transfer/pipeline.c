@@ -140,7 +140,10 @@ static void staging_give(pygpu_staging_ctx *c)
 /* The chunks of a transfer of n elements: they start small
  * (PYGPU_FIRST_CHUNK, at `unit` bytes moved per element) and double up to `per` elements, and
  * shrink again at the end, so that the first host copy (nothing to overlap
- * it yet) and the last DMA (nothing left to overlap) are short. */
+ * it yet) and the last DMA (nothing left to overlap) are short.  A
+ * mid-size transfer, whose windows are PYGPU_MID_WINDOW at most, starts at
+ * the window floor (PYGPU_MIN_WINDOW) instead: there one DMA call less
+ * gains more than a shorter first copy (docs/performance.md#first-chunk). */
 typedef struct {
     ptrdiff_t n, next, cur, per, small;
     const lane *crowd;          /* (uploads) chunks of at most crowd_per while another transfer is at work */
@@ -160,7 +163,8 @@ static ptrdiff_t crowd_elements(const pygpu_transfer_config *cfg, ptrdiff_t item
 
 static schedule schedule_of(ptrdiff_t n, ptrdiff_t per, ptrdiff_t unit)
 {
-    ptrdiff_t small = PYGPU_FIRST_CHUNK / unit;
+    ptrdiff_t first = per <= (ptrdiff_t)PYGPU_MID_WINDOW / unit ? (ptrdiff_t)PYGPU_MIN_WINDOW : PYGPU_FIRST_CHUNK;
+    ptrdiff_t small = first / unit;
     if (small < 1)
         small = 1;
     if (small > per)

@@ -8,7 +8,8 @@ made and destroyed, an event recorded on one device and waited for on the
 other's stream; the sequence PyGPU's dense copy between devices makes
 (switch to the source, event, switch back, wait, MemcpyPeerAsync, stream
 synchronize), raw, against the bare synchronous MemcpyPeer; PyGPU's
-copy(device=1), b[...] = a and memcpy_peer, 1 and 16 MiB; and 8-byte
+copy(device=1) (and apart: the call with its result kept, and the result's
+free), b[...] = a and memcpy_peer, 1 and 16 MiB; and 8-byte
 transfers, PyGPU's against a raw cudaMemcpy of the same host memory.
 """
 import argparse
@@ -104,6 +105,7 @@ def main():
         except Exception as e:
             print("enable peer access", x, "->", y, ":", e)
     rt.setDevice(0)
+    pygpu.to_gpu(np.zeros(8)).copy(device=1)        # (PyGPU's grants: each pool open to the other device)
     for n in (1 << 20, 16 << 20):
         with cp.cuda.Device(0):
             a = cp.arange(n, dtype=cp.uint8)
@@ -133,12 +135,29 @@ def main():
             rt.streamSynchronize(0)
             rt.setDevice(0)
         row(f"{n >> 20} MiB the same, event kept, from the source device", cached, 300)
+
+        def fresh():
+            p = rt.mallocFromPoolAsync(n, rt.deviceGetDefaultMemPool(1), 0)
+            rt.memcpyPeerAsync(p, 1, a.data.ptr, 0, n, 0)
+            rt.streamSynchronize(0)
+            rt.setDevice(1)
+            rt.freeAsync(p, 0)
+            rt.setDevice(0)
+        try:
+            row(f"{n >> 20} MiB a new array's sequence, raw (from 1's pool on 0's stream, copy, free on 1)", fresh, 300)
+        except Exception as e:      # (an older CuPy without the pool calls)
+            print("a new array's sequence:", e)
         with pygpu.Device(0):
             pa = pygpu.to_gpu(np.arange(n, dtype=np.uint8))
         with pygpu.Device(1):
             pb = pygpu.empty(n, np.uint8)
         rt.setDevice(0)
         row(f"{n >> 20} MiB pygpu a.copy(device=1)", lambda: pa.copy(device=1), 300)
+        kept = []
+        row(f"{n >> 20} MiB pygpu a.copy(device=1), kept (its free not timed)", lambda: kept.append(pa.copy(device=1)),
+            200)
+        row(f"{n >> 20} MiB pygpu dropping one such copy (its free on device 1)", kept.pop, 150)
+        del kept
 
         def assign():
             pb[...] = pa
