@@ -6,10 +6,15 @@ are shared memory).  Every rank sends to the next and receives from the
 previous, in every way Comm offers, and checks each result against NumPy;
 rank 0 prints "mpi_ipc_check: OK, N ranks" at the end.
 """
+import faulthandler
 import sys
 
 import numpy as np
 from mpi4py import MPI
+
+# A rank still at work after 100 s (the check takes 5-20) prints where each
+# of its threads is and exits, so that a hang fails with its stacks shown.
+faulthandler.dump_traceback_later(100, exit=True)
 
 import pygpu
 import pygpu.mpi
@@ -233,3 +238,4 @@ for color in (0, rank % 2):
 comm.Barrier()
 if rank == 0:
     print(f"mpi_ipc_check: OK, {size} ranks", flush=True)
+faulthandler.cancel_dump_traceback_later()
