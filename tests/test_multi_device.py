@@ -281,6 +281,43 @@ def test_a_new_array_across_waits_for_its_memorys_last_use(rng, view):
 
 
 @two
+@pytest.mark.parametrize("how", ["a stream of device 1", "the pool off", "device 1 current"])
+def test_every_way_of_a_new_array_across(rng, how):
+    """copy(device=) and to_device() take the new array from device 1's
+    pool on device 0's stream only with the default stream and the pool on;
+    with a stream given, or plain allocations, the new array is allocated
+    on device 1 and the copy waits for both sides there.  Each way: every
+    element as NumPy has it, dense and strided, after work queued on both
+    devices."""
+    h = rng.standard_normal((301, 67))
+    x = pygpu.to_gpu(h)
+    with pygpu.Device(1):
+        s1 = pygpu.Stream()
+    try:
+        if how == "the pool off":
+            pygpu.set_memory_pool(False)
+        for view in (lambda a: a, lambda a: a[::-2, 3:], lambda a: a.T):
+            x[0, :3] = 9.0              # (queued on device 0 just before)
+            h[0, :3] = 9.0
+            v, hv = view(x), view(h)
+            if how == "a stream of device 1":
+                got = v.copy(device=1, stream=s1)
+                s1.synchronize()
+            elif how == "device 1 current":
+                with pygpu.Device(1):
+                    got = v.to_device(1)
+                    assert pygpu.get_device() == 1
+            else:
+                got = v.copy(device=1)
+            assert int(got.device) == 1
+            np.testing.assert_array_equal(got.get(), hv)
+            h = rng.standard_normal((301, 67))
+            x.set(h)
+    finally:
+        pygpu.set_memory_pool(True)
+
+
+@two
 def test_a_device_reset_lets_the_kept_events_go(run_python):
     proc = run_python("""
         import numpy, pygpu
