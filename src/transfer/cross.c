@@ -4,6 +4,7 @@
  * legs down from one device and up to the other overlapping; see cross.h.
  */
 #include "cross.h"
+#include "events.h"
 #include "pinned_pool.h"
 #include "settings.h"
 #include "../tuning.h"
@@ -51,9 +52,9 @@ pygpu_status pygpu_staged_cross(pygpu_staging_ctx *c, char *dst, int ddev, const
     *staged = 1;
     for (int k = 0; r == 0 && k < nbuf; k++) {
         if ((r = use(c, sdev)) == 0)
-            r = blame(c, pygpu_rt_event_create(&down[k], PYGPU_EVENT_DISABLE_TIMING), "EventCreateWithFlags");
+            r = blame(c, pygpu_event_take(sdev, &down[k]), "EventCreateWithFlags");
         if (r == 0 && (r = use(c, ddev)) == 0)
-            r = blame(c, pygpu_rt_event_create(&up[k], PYGPU_EVENT_DISABLE_TIMING), "EventCreateWithFlags");
+            r = blame(c, pygpu_event_take(ddev, &up[k]), "EventCreateWithFlags");
     }
     for (size_t off = 0, i = 0; r == 0 && off < n; off += chunk, i++) {
         int k = (int)(i % (size_t)nbuf);
@@ -81,10 +82,8 @@ pygpu_status pygpu_staged_cross(pygpu_staging_ctx *c, char *dst, int ddev, const
         r = blame(c, w, "StreamSynchronize");
     for (int k = 0; k < nbuf; k++) {
         pygpu_pinned_give(buf[k]);
-        if (down[k])
-            (void)pygpu_rt_event_destroy(down[k]);
-        if (up[k])
-            (void)pygpu_rt_event_destroy(up[k]);
+        pygpu_event_give(sdev, down[k]);    /* (both streams were waited for above) */
+        pygpu_event_give(ddev, up[k]);
     }
     return r;
 }
