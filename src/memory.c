@@ -174,13 +174,18 @@ static pygpu_status allocate(pygpu_state *st, PyGPUMemory *m, pygpu_stream_t h)
 
 /* Allocate `m` on `m->device`, not the current device, from its pool,
  * ordered on `order` (a stream of the current device); nothing where that
- * pool is not known yet (*declined). */
-static pygpu_status allocate_across(PyGPUMemory *m, pygpu_stream_t order, int *declined)
+ * pool is not known yet or the allocation fails (*declined): the caller
+ * allocates on the device itself, where an allocation short of memory
+ * empties the cache and tries again, and a failure is named. */
+static void allocate_across(PyGPUMemory *m, pygpu_stream_t order, int *declined)
 {
-    pygpu_status s = pygpu_rt_malloc_on_async(&m->ptr, m->capacity, m->device, order, &m->pooled);
-    *declined = s == 0 && !m->ptr;
+    if (pygpu_rt_malloc_on_async(&m->ptr, m->capacity, m->device, order, &m->pooled) != 0) {
+        (void)pygpu_rt_get_last_error();
+        m->ptr = NULL;
+        m->pooled = 0;
+    }
+    *declined = !m->ptr;
     m->cacheable &= m->pooled;
-    return s;
 }
 
 /* memory_new and memory_new_across: `nbytes` on `dev`, given back on
@@ -223,14 +228,19 @@ static PyObject *memory_make(pygpu_state *st, size_t nbytes, PyObject *stream, i
         m->capacity = (nbytes + 511) & ~(size_t)511;
     /* (across: not from the cache, whose blocks the work queued on their
      * own device may still use; the pool orders its reuse) */
-    s = !order ? allocate(st, m, h) : st->use_pool ? allocate_across(m, *order, &declined) : (declined = 1, 0);
+    s = 0;
+    if (!order)
+        s = allocate(st, m, h);
+    else if (st->use_pool)
+        allocate_across(m, *order, &declined);
+    else
+        declined = 1;
     if (s != 0 || declined) {
         m->ptr = NULL;
         m->freed = 1;
         Py_CLEAR(m);
         if (s != 0)
-            (void)pygpu_check_alloc(st, s, order ? "MallocFromPoolAsync" : st->use_pool ? "MallocAsync" : "Malloc",
-                                    nbytes, dev, purpose);
+            (void)pygpu_check_alloc(st, s, st->use_pool ? "MallocAsync" : "Malloc", nbytes, dev, purpose);
     }
 done:
     Py_XDECREF(cur);

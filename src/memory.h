@@ -18,7 +18,8 @@ PyObject *pygpu_memory_new(pygpu_state *st, size_t nbytes, PyObject *stream, con
  * stream there (given back on it): from dev's pool, the allocation ordered
  * on `order`, a stream of the current device, so that work queued there
  * may use it at once.  NULL with no exception set where dev's pool cannot
- * be had that way (no pool, or none used on dev yet): allocate on dev. */
+ * be had that way (no pool, none used on dev yet, or the allocation
+ * failed, short of memory say): allocate on dev, which says why. */
 PyObject *pygpu_memory_new_across(pygpu_state *st, size_t nbytes, int dev, pygpu_stream_t order,
                                   const pygpu_alloc_purpose *purpose);
 

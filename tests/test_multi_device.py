@@ -317,6 +317,35 @@ def test_every_way_of_a_new_array_across(rng, how):
         pygpu.set_memory_pool(True)
 
 
+def test_a_new_array_across_short_of_memory(run_python):
+    """copy(device=1) where device 1 has no room: its allocation from device
+    1's pool on device 0's stream fails, the copy allocates on device 1
+    itself, which fails too, and the GPUMemoryError names the shape and the
+    device; nothing is left allocated, and once there is room the copy
+    lands whole (host devices: one memory for both)."""
+    proc = run_python("""
+        import numpy as np, pygpu
+        MiB = 1 << 20
+        h = np.arange(20 * MiB // 8, dtype=np.float64)
+        x = pygpu.to_gpu(h)
+        with pygpu.Device(1):
+            filler = pygpu.empty(30 * MiB, np.uint8)
+        free = pygpu.mem_get_info()[0]
+        try:
+            x.copy(device=1)
+        except pygpu.GPUMemoryError as e:
+            print("raised:", e)
+        assert pygpu.mem_get_info()[0] == free
+        del filler
+        y = x.copy(device=1)
+        assert int(y.device) == 1 and (y.get() == h).all()
+        print("ok")
+        """, env={"PYGPU_BACKEND": "host", "PYGPU_HOST_DEVICES": "2", "PYGPU_HOST_MEMORY": "64M"})
+    out = proc.stdout.splitlines()
+    assert out[-1] == "ok", proc.stdout
+    assert out[0].startswith("raised:") and "shape (2621440,)" in out[0] and "device 1" in out[0], out
+
+
 @two
 def test_a_device_reset_lets_the_kept_events_go(run_python):
     proc = run_python("""
