@@ -184,7 +184,6 @@ pygpu_status pygpu_rt_device_count(int *n)
 pygpu_status pygpu_rt_get_device(int *dev) { return RT(GetDevice)(dev); }
 pygpu_status pygpu_rt_set_device(int dev) { return RT(SetDevice)(dev); }
 pygpu_status pygpu_rt_device_synchronize(void) { return RT(DeviceSynchronize)(); }
-pygpu_status pygpu_rt_device_reset(void) { return RT(DeviceReset)(); }
 
 pygpu_status pygpu_rt_device_props(int dev, pygpu_device_props *p)
 {
@@ -287,6 +286,19 @@ pygpu_status pygpu_rt_malloc_on_async(void **p, size_t n, int dev, pygpu_stream_
 }
 
 int pygpu_rt_alloc_is_cheap(void) { return 0; }
+
+/* A reset destroys the device's default pool: the next allocation there
+ * finds the new one (and asks it to keep freed memory) again. */
+pygpu_status pygpu_rt_device_reset(void)
+{
+    int dev = -1;
+    rt_error e = RT(GetDevice)(&dev);
+    if (e == RT(Success))
+        e = RT(DeviceReset)();
+    if (e == RT(Success) && dev >= 0 && dev < MAX_POOL_DEVICES)
+        pool_state[dev] = 0;
+    return e;
+}
 
 pygpu_status pygpu_rt_mempool_trim(int dev, size_t keep_bytes)
 {
