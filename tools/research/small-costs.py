@@ -16,7 +16,8 @@ microseconds, for each size (default 64K 256K 1M), with registration off
                               page-locked buffer before (after) it
 
 and the calls around a copy (8 bytes, the legacy stream): cudaStreamIsCapturing,
-cudaEventRecord, cudaEventQuery and cudaEventSynchronize of a done event,
+cudaPointerGetAttributes of pageable memory (how PyGPU tells it from
+page-locked), cudaEventRecord, cudaEventQuery and cudaEventSynchronize of a done event,
 and an 8-byte PyGPU get(ary) of pinned memory.  PyGPU's staged call minus
 its pinned call prices the staging's own work; the pinned call minus the
 raw DMA prices the call around it.
@@ -89,6 +90,11 @@ def main():
     rt.eventRecord(e, 0)
     rt.eventSynchronize(e)
     row("cudaStreamIsCapturing(legacy)", lambda: rt.streamIsCapturing(0))
+    plain = pageable_array(4096)
+    try:
+        row("cudaPointerGetAttributes(pageable memory)", lambda: rt.pointerGetAttributes(plain.ctypes.data))
+    except Exception as exc:        # (some runtimes call plain host memory an error)
+        print("cudaPointerGetAttributes(pageable memory):", exc)
     row("cudaEventRecord(legacy)", lambda: rt.eventRecord(e, 0))
     rt.eventSynchronize(e)
     row("cudaEventQuery (done)", lambda: rt.eventQuery(e))
