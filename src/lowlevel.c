@@ -15,6 +15,7 @@
 #include "convert.h"
 #include "errors.h"
 #include "memory.h"
+#include "peer.h"
 #include "transfer/bare_loop.h"
 #include "transfer/bus.h"
 #include "transfer/events.h"
@@ -125,17 +126,23 @@ static PyObject *ll_get_last_error(PyObject *m, PyObject *args, PyObject *kwds)
 
 /* Every allocation of the current device dies with the reset: PyGPU's
  * caches of freed device blocks, page-locked blocks and events are emptied first,
- * so that nothing the module keeps for reuse outlives it. */
+ * so that nothing the module keeps for reuse outlives it; its peer access
+ * and its pool's grants go with it, and are asked for again when next used. */
 static PyObject *ll_device_reset(PyObject *m, PyObject *unused)
 {
     (void)unused;
     pygpu_status s;
+    int dev = -1;
     pygpu_cache_flush(PyModule_GetState(m));
     Py_BEGIN_ALLOW_THREADS
     pygpu_staging_release();
     pygpu_pinned_trim();
     pygpu_events_release();
+    if (pygpu_rt_get_device(&dev) != 0)
+        dev = -1;
     s = pygpu_rt_device_reset();
+    if (s == 0)
+        pygpu_peer_forget(dev);
     Py_END_ALLOW_THREADS
     return PyLong_FromLong(s);
 }

@@ -207,6 +207,18 @@ int pygpu_peer_usable(int dst, int src)
     return pygpu_peer_route(dst, src, NULL);
 }
 
+void pygpu_peer_forget(int dev)
+{
+    if (dev < 0 || dev >= PEER_DEVICES)
+        return;
+    pthread_mutex_lock(&peer_mu);
+    for (int other = 0; other < PEER_DEVICES; other++) {
+        peer_state[dev][other] = peer_state[other][dev] = 0;
+        pair_lands[dev][other] = pair_lands[other][dev] = 0;
+    }
+    pthread_mutex_unlock(&peer_mu);
+}
+
 int pygpu_peer_lossy_pair(int *dst, int *src)
 {
     int found = 0;

@@ -28,5 +28,9 @@ pygpu_status pygpu_peer_disable(int dev, int peer);
  * (copies between them are staged since), with *dst and *src set: the
  * caller, holding the GIL, warns.  0 when there is nothing to say. */
 int pygpu_peer_lossy_pair(int *dst, int *src);
+/* Forget what is known of every pair with device `dev` (after its reset,
+ * which takes its peer access and its pool's grants with it): the next
+ * copy of such a pair enables, grants and checks again. */
+void pygpu_peer_forget(int dev);
 
 #endif /* PYGPU_PEER_H */

@@ -346,6 +346,30 @@ def test_a_new_array_across_short_of_memory(run_python):
     assert out[0].startswith("raised:") and "shape (2621440,)" in out[0] and "device 1" in out[0], out
 
 
+@pytest.mark.parametrize("peer", ["1", "2"], ids=["peer", "lossy"])
+def test_a_device_reset_checks_its_pairs_again(run_python, peer):
+    """A device reset takes the device's peer access and its pool's grants
+    with it: the next copy of each of its pairs enables, grants and checks
+    again (host devices; with PYGPU_HOST_PEER=2 the check finds the copies
+    lost again and warns again).  Every copy lands whole."""
+    proc = run_python("""
+        import warnings
+        import numpy as np, pygpu
+        h = np.arange(1000.)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            a = pygpu.to_gpu(h)
+            assert (a.copy(device=1).get() == h).all() and (a[::-3].copy(device=1).get() == h[::-3]).all()
+            first = pygpu.Device(1).peer_route(0)[0]
+            del a
+            assert str(pygpu.cudaDeviceReset()) == "<cudaError: code=0>"
+            b = pygpu.to_gpu(h)
+            assert (b.copy(device=1).get() == h).all() and (b[::-3].copy(device=1).get() == h[::-3]).all()
+            print(first, pygpu.Device(1).peer_route(0)[0], sum("wrote nothing" in str(x.message) for x in w))
+        """, env={"PYGPU_BACKEND": "host", "PYGPU_HOST_DEVICES": "2", "PYGPU_HOST_PEER": peer})
+    assert proc.stdout.split() == (["peer", "peer", "0"] if peer == "1" else ["staged", "staged", "2"]), proc.stdout
+
+
 @two
 def test_a_device_reset_lets_the_kept_events_go(run_python):
     proc = run_python("""
