@@ -1,6 +1,6 @@
 /*
  * host_shared.h -- what rt_host.c (the runtime interface on host memory) offers
- * the host backend's other files (ipc_host.c): its statuses, which use the
+ * the host backend's other files (ipc_host.c, peer_host.c): its statuses, which use the
  * CUDA runtime's numbers, the thread's last error, and the accounting of
  * "device memory" against PYGPU_HOST_MEMORY.
  */

@@ -9,17 +9,14 @@
  *
  * Environment (read by env.c; docs/environment.md): PYGPU_HOST_DEVICES
  * (how many devices to present), PYGPU_HOST_MEMORY (bytes of "device
- * memory"; allocations past it fail as out of memory), PYGPU_HOST_PEER
- * (0: the devices refuse peer access to each other, so that the staged
- * path between devices runs; 2: they grant it, but a peer copy into pool
- * memory granted to the source device writes nothing, as a 2026 driver
- * did, so that the check of a new pair is tested), PYGPU_HOST_POOL (bytes the pool of freed
+ * memory"; allocations past it fail as out of memory), PYGPU_HOST_POOL (bytes the pool of freed
  * large blocks may hold; see "memory" below), PYGPU_HOST_WAIT_VALUE (0:
  * streams have no wait on a counter, nor write of one, so that background
  * uploads are gated by host functions and no transfer goes through a
  * ring), PYGPU_HOST_CAPTURE (1: every stream but the default ones reports that a graph
  * capture records its work, so that the refusals are tested) and
- * PYGPU_HOST_FAIL_COPY (a copy that fails, for tests).
+ * PYGPU_HOST_FAIL_COPY (a copy that fails, for tests).  Peer access between
+ * the devices, and their pools' grants, are peer_host.c's.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "rt.h"
@@ -110,7 +107,6 @@ pygpu_status pygpu_rt_peek_last_error(void) { return last_error; }
 
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 static int n_devices = 1;
-static int peer_ok = 1;                 /* 0 refused, 1 granted, 2 granted but lossy */
 static int wait_value_ok = 1;
 static int capture_all;                 /* PYGPU_HOST_CAPTURE=1: every stream but the default ones reports a capture */
 /* PYGPU_HOST_FAIL_COPY=B:K: the K-th stream-ordered copy of exactly B
@@ -130,7 +126,6 @@ static void read_config(void)
     const pygpu_env *env = pygpu_env_get();
     n_devices = env->host_devices;
     memory_limit = env->host_memory;
-    peer_ok = env->host_peer;
     wait_value_ok = env->host_wait_value;
     capture_all = env->host_capture ? PYGPU_CAPTURE_ACTIVE : PYGPU_CAPTURE_NONE;
     fail_copy_bytes = env->host_fail_copy_bytes;
@@ -731,76 +726,4 @@ pygpu_status pygpu_rt_pointer_device(const void *p, int *dev)
     (void)p;
     *dev = current_device;      /* device memory is host memory */
     return H_SUCCESS;
-}
-
-/* ---- peers -------------------------------------------------------------- */
-
-const pygpu_status PYGPU_RT_PEER_UNSUPPORTED = H_PEER_UNSUPPORTED;
-
-pygpu_status pygpu_rt_can_access_peer(int dev, int peer, int *can)
-{
-    config();
-    *can = 0;
-    if (dev < 0 || dev >= n_devices || peer < 0 || peer >= n_devices)
-        return fail(H_INVALID_DEVICE);
-    *can = peer_ok && dev != peer;
-    return H_SUCCESS;
-}
-
-pygpu_status pygpu_rt_enable_peer_access(int peer)
-{
-    int can;
-    pygpu_status s = pygpu_rt_can_access_peer(current_device, peer, &can);
-    if (s != H_SUCCESS)
-        return s;
-    return can ? H_SUCCESS : fail(peer == current_device ? H_INVALID_DEVICE : H_PEER_UNSUPPORTED);
-}
-
-pygpu_status pygpu_rt_disable_peer_access(int peer) { return pygpu_rt_enable_peer_access(peer); }
-
-/* Every link is as fast as another (rank 0) where the devices peer; where
- * they refuse peer access, the rank is refused as enabling it is. */
-pygpu_status pygpu_rt_p2p_rank(int src, int dst, int *rank)
-{
-    int can;
-    pygpu_status s = pygpu_rt_can_access_peer(src, dst, &can);
-    *rank = 0;
-    if (s != H_SUCCESS)
-        return s;
-    return can ? H_SUCCESS : fail(src == dst ? H_INVALID_DEVICE : H_PEER_UNSUPPORTED);
-}
-
-/* Which device pools grant which devices access: [owner][peer]. */
-static atomic_uchar pool_granted[64][64];
-
-pygpu_status pygpu_rt_mempool_grant(int owner, int peer, int on)
-{
-    config();
-    if (owner < 0 || owner >= n_devices || peer < 0 || peer >= n_devices)
-        return fail(H_INVALID_DEVICE);
-    if (owner == peer)
-        return fail(H_INVALID_VALUE);   /* as the runtimes: a pool's own device always has access */
-    atomic_store(&pool_granted[owner][peer], (unsigned char)(on != 0));
-    return H_SUCCESS;
-}
-
-pygpu_status pygpu_rt_mempool_access(int owner, int peer, int *on)
-{
-    config();
-    *on = 0;
-    if (owner < 0 || owner >= n_devices || peer < 0 || peer >= n_devices)
-        return fail(H_INVALID_DEVICE);
-    *on = owner == peer || atomic_load(&pool_granted[owner][peer]);
-    return H_SUCCESS;
-}
-
-pygpu_status pygpu_rt_memcpy_peer_async(void *dst, int ddev, const void *src, int sdev, size_t n,
-                                        pygpu_stream_t s)
-{
-    config();
-    if (ddev < 0 || ddev >= n_devices || sdev < 0 || sdev >= n_devices)
-        return fail(H_INVALID_DEVICE);
-    if (peer_ok == 2 && ddev != sdev && atomic_load(&pool_granted[ddev][sdev]))
-        return H_SUCCESS;               /* the lossy driver: nothing lands */
-    return pygpu_rt_memcpy_async(dst, src, n, PYGPU_COPY_D2D, s);
 }
