@@ -108,10 +108,11 @@ def progress(msg):
     sys.stderr.flush()
 
 
-def median_seconds(fn, repeats):
-    """The median of `repeats` runs of fn() (after one warm-up), seconds:
-    as python -m pygpu.bench takes it."""
-    fn()
+def median_seconds(fn, repeats, warm=1):
+    """The median of `repeats` runs of fn() (after `warm` runs not counted),
+    seconds: as python -m pygpu.bench takes it."""
+    for _ in range(warm):
+        fn()
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()

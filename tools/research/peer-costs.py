@@ -13,21 +13,14 @@ free), b[...] = a and memcpy_peer, 1 and 16 MiB; and 8-byte
 transfers, PyGPU's against a raw cudaMemcpy of the same host memory.
 """
 import argparse
-import statistics
-import time
 
 import numpy as np
 
+from pygpu.__main__ import median_seconds
 
-def median_us(fn, reps, warm=20):
-    for _ in range(warm):
-        fn()
-    t = []
-    for _ in range(reps):
-        t0 = time.perf_counter_ns()
-        fn()
-        t.append(time.perf_counter_ns() - t0)
-    return statistics.median(t) / 1e3
+
+def median_us(fn, reps):
+    return median_seconds(fn, reps, warm=20) * 1e6
 
 
 def main():

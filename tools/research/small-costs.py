@@ -23,21 +23,14 @@ its pinned call prices the staging's own work; the pinned call minus the
 raw DMA prices the call around it.
 """
 import argparse
-import statistics
-import time
 
 import numpy as np
 
+from pygpu.__main__ import median_seconds
 
-def median_us(fn, reps, warm=30):
-    for _ in range(warm):
-        fn()
-    t = []
-    for _ in range(reps):
-        t0 = time.perf_counter_ns()
-        fn()
-        t.append(time.perf_counter_ns() - t0)
-    return statistics.median(t) / 1e3
+
+def median_us(fn, reps):
+    return median_seconds(fn, reps, warm=30) * 1e6
 
 
 def main():
