@@ -1090,3 +1090,34 @@ def test_get_past_the_pool_limit_uses_prefaulted_ordinary_memory(staging):
         assert pygpu.pinned_pool_stats()["in_use"] == 0
     finally:
         pygpu.set_pinned_pool_limit(saved)
+
+
+@pytest.mark.parametrize("nbytes", [64 << 10, 1 << 20, 3 << 20 | 24])
+def test_uploads_waited_for_and_queued_take_turns_through_the_staging_buffers(nbytes):
+    """A synchronous staged upload waits for its stream itself and gives
+    its staging buffers back free (no event left for the next transfer to
+    wait on); an asynchronous one leaves them busy until its DMA is done.
+    Taking turns, on the legacy stream and a stream of their own, the host
+    side rewritten as soon as each call returns: every upload lands whole
+    (one written into buffers that a DMA was still reading would not)."""
+    saved = pygpu.transfer_config()
+    pygpu.transfer_config(min_bytes=0)         # (staged on the host backend too)
+    try:
+        rng = np.random.default_rng(nbytes)
+        n = nbytes // 8
+        s = pygpu.Stream(non_blocking=True)
+        host = np.empty(n, np.int64)
+        gs, want = [pygpu.empty(n, np.int64) for _ in range(8)], []
+        for k, g in enumerate(gs):
+            host[:] = rng.integers(0, 2**62, n)
+            want.append(host.copy())
+            if k % 3 == 1:
+                g.set_async(host, stream=s)
+            else:
+                g.set(host)
+            host[:] = -1                        # (pageable: the caller's again once the call returns)
+        s.synchronize()
+        for k, (g, w) in enumerate(zip(gs, want)):
+            np.testing.assert_array_equal(g.get(), w, err_msg=f"upload {k}")
+    finally:
+        pygpu.transfer_config(**saved)

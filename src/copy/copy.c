@@ -306,6 +306,7 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
     int bulk = -1;
     if (!async && !cross && !captured && dst.on_device != src.on_device && nbytes >= PYGPU_DMA_PIECES_FROM)
         bulk = pygpu_bus_bulk_begin(dst.on_device ? PYGPU_COPY_H2D : PYGPU_COPY_D2H);
+    c.then_wait = !async && !captured && !cross;
     c.ts = PyEval_SaveThread();
     if (cross)      /* done when it returns: the source may be freed at once */
         r = cp_cross_device(&c, dst, src, nd, shape, itemsize);
@@ -314,7 +315,7 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
     else
         r = cp_plan(&c, dst, src, nd, shape, itemsize);
     /* (Copies down have waited already, where they had to.) */
-    if (r == 0 && !async && !captured && !cross && !c.stopped && !(src.on_device && !dst.on_device))
+    if (r == 0 && !async && !captured && !cross && !c.stopped && !c.waited && !(src.on_device && !dst.on_device))
         r = blame(&c, pygpu_rt_stream_synchronize(s), "StreamSynchronize");
     pygpu_trace_done();
     pygpu_bus_bulk_end(bulk);

@@ -43,7 +43,8 @@ static int interrupted(void *arg)
 
 static pygpu_staging_ctx staging_ctx(ctx *c)
 {
-    return (pygpu_staging_ctx){c->s, interrupted, c, NULL, 0, c->queued, c->queued_arg, NULL};
+    return (pygpu_staging_ctx){.stream = c->s, .interrupted = interrupted, .interrupt_arg = c, .queued = c->queued,
+                               .queued_arg = c->queued_arg};
 }
 
 /* Fold a staged copy's outcome into the plan's context. */
@@ -56,13 +57,17 @@ static pygpu_status staged_done(ctx *c, const pygpu_staging_ctx *sc, pygpu_statu
 }
 
 /* Run a staged copy between the dense device buffer `dev` and host layout
- * `which` of `p` at `host`; *done says whether the pipeline took it. */
+ * `which` of `p` at `host`; *done says whether the pipeline took it.  An
+ * upload that is the plan's `last` step, of a copy waited for, waits for
+ * the stream itself (pygpu_staging_ctx.wait_after) and says so (c->waited). */
 static pygpu_status staged(ctx *c, int to_device, char *dev, char *host, const pygpu_pair *p, int which,
-                           ptrdiff_t itemsize, int *done)
+                           ptrdiff_t itemsize, int last, int *done)
 {
     pygpu_host_layout h = {host, p->strides[which], p->nd, p->shape, itemsize};
     pygpu_staging_ctx sc = staging_ctx(c);
+    sc.wait_after = to_device && last && c->then_wait;
     pygpu_status r = to_device ? pygpu_staged_h2d(&sc, dev, h, done) : pygpu_staged_d2h(&sc, h, dev, done);
+    c->waited = sc.waited;
     if (!*done && pygpu_trace_is_on())
         fprintf(stderr, "pygpu route: %s: the staging pipeline declined (no lane: the pinned pool's limit, or an "
                 "interrupt); one copy instead\n", to_device ? "up" : "down");
@@ -138,7 +143,7 @@ static pygpu_status host_to_dense(ctx *c, const pygpu_pair *p, int which, char *
     size_t nbytes = (size_t)(pair_size(p) * itemsize);
     pygpu_status r;
     int done = 0;
-    if (stage && ((r = staged(c, 1, dev, (char *)host, p, which, itemsize, &done)) != 0 || done))
+    if (stage && ((r = staged(c, 1, dev, (char *)host, p, which, itemsize, 0, &done)) != 0 || done))
         return r;
     if (pygpu_pair_is_dense(p, which, itemsize) && !c->host_apart)
         return cp_dma(c, dev, host, nbytes, PYGPU_COPY_H2D);
@@ -202,7 +207,7 @@ static pygpu_status dense_to_host(ctx *c, const pygpu_pair *p, int which, char *
     size_t nbytes = (size_t)(pair_size(p) * itemsize);
     pygpu_status r;
     int done = 0;
-    if (stage && ((r = staged(c, 0, (char *)dev, host, p, which, itemsize, &done)) != 0 || done))
+    if (stage && ((r = staged(c, 0, (char *)dev, host, p, which, itemsize, 0, &done)) != 0 || done))
         return r;
     if (pygpu_pair_is_dense(p, which, itemsize) && !queue &&
         ((r = bounce_down(c, host, dev, nbytes, &done)) != 0 || done))
@@ -378,7 +383,7 @@ pygpu_status cp_h2d(ctx *c, const pygpu_pair *p, const geometry *g, char *dst, c
                 return blame(c, r, "LaunchHostFunc");
             break;
         case ROUTE_STAGED:
-            if ((r = staged(c, 1, dst, (char *)src, p, 1, itemsize, &done)) != 0 || done)
+            if ((r = staged(c, 1, dst, (char *)src, p, 1, itemsize, 1, &done)) != 0 || done)
                 return r;
             break;                  /* (the pipeline declined) */
         case ROUTE_DMA:
@@ -580,7 +585,7 @@ pygpu_status cp_d2h(ctx *c, const pygpu_pair *p, const geometry *g, char *dst, c
                 return blame(c, r, "LaunchHostFunc");
             break;
         case ROUTE_STAGED:
-            if ((r = staged(c, 0, (char *)src, dst, p, 0, itemsize, &done)) != 0 || done)
+            if ((r = staged(c, 0, (char *)src, dst, p, 0, itemsize, 0, &done)) != 0 || done)
                 return r;
             break;                  /* (the pipeline declined) */
         case ROUTE_BOUNCE:

@@ -50,6 +50,7 @@ pygpu_status cp_via_host(ctx *c, pygpu_side dst, pygpu_side src, int nd, const p
 pygpu_status cp_plan(ctx *c, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape, ptrdiff_t itemsize)
 {
     pygpu_pair p;
+    c->waited = 0;              /* (what this plan queues is waited for by the caller, unless it says otherwise) */
     pygpu_pair_init(&p, nd, shape, dst.strides, src.strides);
     pygpu_pair_simplify(&p, !dst.on_device && src.on_device ? 1 : 0);
     if (p.nd < 0)

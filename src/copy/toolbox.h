@@ -29,6 +29,8 @@ typedef struct {
     PyObject *owner;            /* an async transfer's host memory owner (a reference), or NULL */
     int owner_taken;            /* a background transfer took that reference */
     int host_apart;             /* the host side runs past pages page-locked in place: no runtime call on it */
+    int then_wait;              /* the caller waits for s once the plan returns (a synchronous copy) */
+    int waited;                 /* the plan's last step waited for s itself: the caller need not */
 } ctx;
 
 /* `r`, the status of runtime call `call`: a failure names its call once,

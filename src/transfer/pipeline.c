@@ -259,14 +259,15 @@ static pygpu_status buffers_free(pygpu_staging_ctx *c)
     return r;
 }
 
-/* Queue one DMA of a whole-buffer transfer as call k, and its event. */
+/* Queue one DMA of a whole-buffer transfer as call k, and its event
+ * (unless `last` of an upload waited for: nothing asks for that one). */
 static pygpu_status queue_whole(pygpu_staging_ctx *c, int k, void *dst, const void *src, size_t bytes,
-                                enum pygpu_copy_kind kind)
+                                enum pygpu_copy_kind kind, int last)
 {
     pygpu_status r;
     if (!c->lane->whole[k] && (r = pygpu_rt_event_create(&c->lane->whole[k], PYGPU_EVENT_DISABLE_TIMING)) != 0)
         c->call = "EventCreateWithFlags";
-    else if ((r = pygpu_bus_copy(dst, src, bytes, kind, c->stream, &c->call)) == 0 &&
+    else if ((r = pygpu_bus_copy(dst, src, bytes, kind, c->stream, &c->call)) == 0 && !(last && c->wait_after) &&
              (r = pygpu_rt_event_record(c->lane->whole[k], c->stream)) != 0)
         c->call = "EventRecord";
     PYGPU_TRACE_DMA_END(c->stream, k);
@@ -282,19 +283,19 @@ static pygpu_status queue_windows(pygpu_staging_ctx *c, const part_window *win, 
     for (; *queued < (to < nwin ? to : nwin); ++*queued) {
         const part_window *w = &win[*queued];
         pygpu_status r = queue_whole(c, *queued, w->at, dev + w->e * itemsize, (size_t)(w->cnt * itemsize),
-                                     PYGPU_COPY_D2H);
+                                     PYGPU_COPY_D2H, 0);
         if (r != 0)
             return r;
     }
     return 0;
 }
 
-/* Queue the DMA of windows [from, to) of a whole-buffer upload: one call
+/* Queue the DMA of windows [from, to) of a whole-buffer upload of nwin: one call
  * for each run of them in one staging buffer (never across two: each is
  * its own page-locked allocation, and a copy from page-locked memory must
  * lie in one, even where two happen to be adjacent in the address space). */
 static pygpu_status queue_up(pygpu_staging_ctx *c, const pygpu_transfer_config *cfg, char *dev,
-                             const part_window *win, int from, int to, ptrdiff_t itemsize, int *calls)
+                             const part_window *win, int from, int to, int nwin, ptrdiff_t itemsize, int *calls)
 {
     pygpu_status r = 0;
     /* (while another transfer is at work, no call of more than crowd_up
@@ -305,7 +306,7 @@ static pygpu_status queue_up(pygpu_staging_ctx *c, const pygpu_transfer_config *
         for (j = i + 1; j < to && win[j].buf == win[i].buf && cnt + win[j].cnt <= most; j++)
             cnt += win[j].cnt;
         if ((r = queue_whole(c, *calls, dev + win[i].e * itemsize, win[i].at, (size_t)(cnt * itemsize),
-                             PYGPU_COPY_H2D)) == 0)
+                             PYGPU_COPY_H2D, j == nwin)) == 0)
             ++*calls;
     }
     return r;
@@ -410,15 +411,24 @@ static pygpu_status h2d_whole(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
         /* Windows [from, k] are in the buffers: they go now if the link
          * would otherwise run dry. */
         if (r == 0 && !halt && (k + 1 == nwin || calls < 2 || pygpu_rt_event_query(c->lane->whole[calls - 2]) == 0)) {
-            if ((r = queue_up(c, cfg, dev, win, from, k + 1, h.itemsize, &calls)) == 0)
+            if ((r = queue_up(c, cfg, dev, win, from, k + 1, nwin, h.itemsize, &calls)) == 0)
                 r = tell_queued(c, win[k].e + win[k].cnt, h.itemsize);
             from = k + 1;
         }
     }
     PYGPU_TRACE('e', 0, 0);
     PYGPU_TRACE_NAME("h2d (whole)");
-    /* The next transfer waits for these calls before it reuses the buffers. */
-    for (int b = 0; calls > 0 && b <= (n - 1) / ((ptrdiff_t)c->lane->chunk / h.itemsize); b++) {
+    /* The caller would wait for the stream now: waited for here, the
+     * buffers go back free, and the next transfer waits on no event of
+     * them (two events recorded and one waited on: about 1.5 us of a 64
+     * KiB upload's 19; docs/performance.md#small-calls). */
+    if (r == 0 && calls > 0 && c->wait_after) {
+        if ((r = pygpu_rt_stream_synchronize(c->stream)) != 0)
+            c->call = "StreamSynchronize";
+        c->waited = r == 0;
+    }
+    /* Else the next transfer waits for these calls before it reuses the buffers. */
+    for (int b = 0; calls > 0 && !c->waited && b <= (n - 1) / ((ptrdiff_t)c->lane->chunk / h.itemsize); b++) {
         pygpu_status w = pygpu_rt_event_record(c->lane->ev[b], c->stream);
         c->lane->recorded[b] = w == 0;
         if (w != 0 && r == 0) {
@@ -547,7 +557,7 @@ static pygpu_status d2h_whole(pygpu_staging_ctx *c, pygpu_host_layout h, const c
     }
     PYGPU_TRACE('e', 0, 0);
     PYGPU_TRACE_NAME(out_stream ? "d2h (whole, streaming stores)" : "d2h (whole)");
-    if (queued > 0) {       /* nothing left in flight into the buffers */
+    if (queued > 0 && k < nwin) {   /* nothing left in flight into the buffers (after the last window: waited for) */
         pygpu_status w = pygpu_rt_event_synchronize(c->lane->whole[queued - 1]);
         if (w != 0 && r == 0) {
             r = w;

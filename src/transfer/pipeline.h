@@ -27,6 +27,10 @@ typedef struct {
     pygpu_queued_fn queued;     /* if set: pygpu_staged_h2d calls it as its DMA is queued */
     void *queued_arg;
     struct pygpu_lane *lane;    /* the staging buffers the transfer has (pipeline.c's own) */
+    int wait_after;             /* in: the caller waits for `stream` as soon as an upload returns (its
+                                 * last step): the upload waits instead, before it gives its buffers
+                                 * back, so that the next transfer need not ask whether they are free */
+    int waited;                 /* out: it did; all that was queued on `stream` before is done */
 } pygpu_staging_ctx;
 
 /* The host layout of a staged copy: `ptr` + strides over the pair's shape
