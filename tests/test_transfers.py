@@ -1097,9 +1097,11 @@ def test_uploads_waited_for_and_queued_take_turns_through_the_staging_buffers(nb
     """A synchronous staged upload waits for its stream itself and gives
     its staging buffers back free (no event left for the next transfer to
     wait on); an asynchronous one leaves them busy until its DMA is done.
-    Taking turns, on the legacy stream and a stream of their own, the host
-    side rewritten as soon as each call returns: every upload lands whole
-    (one written into buffers that a DMA was still reading would not)."""
+    Taking turns, on the legacy stream and a stream of their own, a
+    synchronous upload's host side rewritten as soon as it returns (an
+    asynchronous one's only once its stream is done: from 1 MiB it reads
+    its host side in the background): every upload lands whole (one written
+    into buffers that a DMA was still reading would not)."""
     saved = pygpu.transfer_config()
     pygpu.transfer_config(min_bytes=0)         # (staged on the host backend too)
     try:
@@ -1107,15 +1109,16 @@ def test_uploads_waited_for_and_queued_take_turns_through_the_staging_buffers(nb
         n = nbytes // 8
         s = pygpu.Stream(non_blocking=True)
         host = np.empty(n, np.int64)
-        gs, want = [pygpu.empty(n, np.int64) for _ in range(8)], []
+        gs, want, kept = [pygpu.empty(n, np.int64) for _ in range(8)], [], []
         for k, g in enumerate(gs):
             host[:] = rng.integers(0, 2**62, n)
             want.append(host.copy())
             if k % 3 == 1:
-                g.set_async(host, stream=s)
+                kept.append(want[-1].copy())
+                g.set_async(kept[-1], stream=s)
             else:
                 g.set(host)
-            host[:] = -1                        # (pageable: the caller's again once the call returns)
+                host[:] = -1                    # (pageable: the caller's again once the call returns)
         s.synchronize()
         for k, (g, w) in enumerate(zip(gs, want)):
             np.testing.assert_array_equal(g.get(), w, err_msg=f"upload {k}")
