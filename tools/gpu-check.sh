@@ -27,7 +27,8 @@
 #   bash tools/gpu-check.sh probes     no build: the C probes of tools/research (fresh-fill, register-fresh,
 #                                      wc-probe, down-slots, batch-copy, ipc-probe: the host's floors for fresh
 #                                      destinations and mid-size downloads, the runtime's batched copy,
-#                                      device memory between two processes (IPC pools against legacy handles);
+#                                      device memory between two processes (IPC pools against legacy handles),
+#                                      pinned-query: the runtime calls around a small copy;
 #                                      docs/performance.md), compiled and run
 #   bash tools/gpu-check.sh stress     build + tests/test_stress.py for GPU_CHECK_STRESS_S seconds a case (default 90:
 #                                      threads moving data at random, every result checked) + the fuzz tests
@@ -48,8 +49,8 @@ python3 -c "import sys, numpy; print('python', sys.version.split()[0], 'numpy', 
 
 if [ "$what" = probes ]; then
     cuda=${CUDA_HOME:-/usr/local/cuda}
-    for name in fresh-fill register-fresh wc-probe down-slots batch-copy ipc-probe; do      # (built once each)
-        gcc -O2 -msse4.1 -pthread -I"$cuda/include" "tools/research/$name.c" -L"$cuda/lib64" -lcudart \
+    for name in fresh-fill register-fresh wc-probe down-slots batch-copy ipc-probe pinned-query; do   # (built once each)
+        gcc -O2 -msse4.1 -pthread -I"$cuda/include" "tools/research/$name.c" -L"$cuda/lib64" -lcudart -lcuda \
             -o "/tmp/$name" || rm -f "/tmp/$name"
     done
     probe() {   # name, then its arguments
@@ -64,6 +65,7 @@ if [ "$what" = probes ]; then
     probe down-slots 8
     probe batch-copy
     probe ipc-probe
+    probe pinned-query
     exit 0
 fi
 
