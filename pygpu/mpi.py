@@ -541,6 +541,15 @@ def _schedule(n, slot):
     return sizes
 
 
+def _settle(req):
+    """A receive still pending when its steps end early (closed because
+    the steps beside them raised): cancelled, or completed if its message
+    has come, so that MPI writes into no buffer freed with the steps."""
+    if req is not None and not req.Test():
+        req.Cancel()
+        req.Wait()
+
+
 def _drive(*steps):
     """Run generators of MPI requests to the end, together: each yields a
     request to wait for, or None to be asked again (polling).  The last
@@ -691,33 +700,37 @@ class _Node:
             self.priv.Send(ready, d, 2 * x + _READY)
             told[d] += 1
 
-        while any(freed[d] < pieces for d in live):
-            moved = False
-            if announced < queued and filled[announced % box.SLOTS].query():
-                for d in dests:                 # (one that answered drains one "ready" a slot)
-                    if d in live or told[d] < slots:
-                        tell(d, announced)
-                announced += 1
-                moved = True
-            if queued < min(pieces, min(freed[d] for d in live) + box.SLOTS):    # a slot given back
-                at = (queued % box.SLOTS) * slot
-                pygpu.memcpy_dtod_async(box.mem.ptr + at, src.ptr + starts[queued], sizes[queued], stream=stream)
-                filled[queued % box.SLOTS].record(stream)
-                queued += 1
-                moved = True
-            for d in list(live):
-                # (a completed request tests true for ever: a rank that gave every slot back is
-                # asked no more, or this loop would never yield and the pulls beside it would starve)
-                if back[d] is not None and back[d].Test():
-                    if replies[d][0] < 0:
-                        answers[d] = int(replies[d][0])
-                        live.discard(d)
-                    else:
-                        freed[d] += 1
-                        back[d] = self.priv.Irecv(replies[d], d, 2 * x + _FREED) if freed[d] < pieces else None
+        try:
+            while any(freed[d] < pieces for d in live):
+                moved = False
+                if announced < queued and filled[announced % box.SLOTS].query():
+                    for d in dests:                 # (one that answered drains one "ready" a slot)
+                        if d in live or told[d] < slots:
+                            tell(d, announced)
+                    announced += 1
                     moved = True
-            if not moved:
-                yield None
+                if queued < min(pieces, min(freed[d] for d in live) + box.SLOTS):    # a slot given back
+                    at = (queued % box.SLOTS) * slot
+                    pygpu.memcpy_dtod_async(box.mem.ptr + at, src.ptr + starts[queued], sizes[queued], stream=stream)
+                    filled[queued % box.SLOTS].record(stream)
+                    queued += 1
+                    moved = True
+                for d in list(live):
+                    # (a completed request tests true for ever: a rank that gave every slot back is
+                    # asked no more, or this loop would never yield and the pulls beside it would starve)
+                    if back[d] is not None and back[d].Test():
+                        if replies[d][0] < 0:
+                            answers[d] = int(replies[d][0])
+                            live.discard(d)
+                        else:
+                            freed[d] += 1
+                            back[d] = self.priv.Irecv(replies[d], d, 2 * x + _FREED) if freed[d] < pieces else None
+                        moved = True
+                if not moved:
+                    yield None
+        finally:            # (steps closed early: no receive left writing into `replies`)
+            for req in back.values():
+                _settle(req)
         for d in dests:                         # the drains of those that answered
             while told[d] < slots:
                 if told[d] < queued:
@@ -934,26 +947,29 @@ class _Node:
         queued = collections.deque()    # pieces copied out or being copied, their slots not yet given back
         k = 0
         arrived = self.priv.Irecv(ready, peer, 2 * x + _READY)
-        while k < pieces or queued:
-            moved = False
-            if k < pieces and arrived.Test():
-                at = (k % slots) * slot
-                if dest is not None:
-                    pygpu.memcpy_dtod_async(dest.ptr + starts[k], box.ptr + at, sizes[k], stream=stream)
-                else:           # (into pageable memory: landed when the call returns)
-                    pygpu.memcpy_dtoh(host[starts[k]:starts[k + 1]], box.ptr + at, stream=stream)
-                done[k % slots].record(stream)
-                queued.append(k)
-                k += 1
-                if k < pieces:
-                    arrived = self.priv.Irecv(ready, peer, 2 * x + _READY)
-                moved = True
-            while queued and done[queued[0] % slots].query():     # give each slot back once read
-                reply[0] = queued.popleft()
-                self.priv.Send(reply, peer, 2 * x + _FREED)
-                moved = True
-            if not moved:
-                yield None
+        try:
+            while k < pieces or queued:
+                moved = False
+                if k < pieces and arrived.Test():
+                    at = (k % slots) * slot
+                    if dest is not None:
+                        pygpu.memcpy_dtod_async(dest.ptr + starts[k], box.ptr + at, sizes[k], stream=stream)
+                    else:           # (into pageable memory: landed when the call returns)
+                        pygpu.memcpy_dtoh(host[starts[k]:starts[k + 1]], box.ptr + at, stream=stream)
+                    done[k % slots].record(stream)
+                    queued.append(k)
+                    k += 1
+                    if k < pieces:
+                        arrived = self.priv.Irecv(ready, peer, 2 * x + _READY)
+                    moved = True
+                while queued and done[queued[0] % slots].query():     # give each slot back once read
+                    reply[0] = queued.popleft()
+                    self.priv.Send(reply, peer, 2 * x + _FREED)
+                    moved = True
+                if not moved:
+                    yield None
+        finally:            # (steps closed early: no receive left writing into `ready`)
+            _settle(arrived if k < pieces else None)
         _Events.give(done)
         if dest is not None and dest is not a:
             a[...] = dest

@@ -168,12 +168,16 @@ def test_a_push_to_several_ranks_yields_once_one_of_them_is_done():
     has not: it asks the first no more (a completed request tests true for
     ever, and a loop that kept finding it so never yielded, starving the
     pulls beside it: an Allgather of 3 ranks hung so), and yields while it
-    waits for the other."""
+    waits for the other.  Closed part way (as when the steps beside it
+    raise), it leaves no receive pending: MPI would write into a buffer
+    freed with the steps."""
     import types
+    made = []
 
     class Request:
         def __init__(self, buf, done):
-            self.buf, self.done, self.tested = buf, done, False
+            self.buf, self.done, self.tested, self.cancelled, self.waited = buf, done, False, False, False
+            made.append(self)
 
         def Test(self):
             assert not (self.done and self.tested), "a completed request tested again"
@@ -181,6 +185,12 @@ def test_a_push_to_several_ranks_yields_once_one_of_them_is_done():
             if self.done:
                 self.buf[0] = 0         # (a slot given back)
             return self.done
+
+        def Cancel(self):
+            self.cancelled = True
+
+        def Wait(self):
+            self.waited = True
 
     class Comm:                         # rank 1 gives every slot back at once, rank 2 never
         def Irecv(self, buf, source, tag):
@@ -196,7 +206,11 @@ def test_a_push_to_several_ranks_yields_once_one_of_them_is_done():
     steps = pygpu.mpi._Node._push(node, src, [1, 2], box, 0, piece, [piece] * pieces, {})
     waited = sum(next(steps) is None for _ in range(50))
     assert waited >= 40                 # (it yields each pass that moved nothing)
+    pending = [r for r in made if not r.done]
+    assert len(pending) == 1 and not pending[0].cancelled
     steps.close()
+    assert pending[0].cancelled and pending[0].waited
+    assert not any(r.cancelled for r in made if r.done)
 
 
 def test_a_mailbox_held_by_steps_goes_back_however_they_end():
