@@ -969,7 +969,7 @@ class _Node:
                 if not moved:
                     yield None
         finally:            # (steps closed early: no receive left writing into `ready`)
-            _settle(arrived if k < pieces else None)
+            _settle(arrived)
         _Events.give(done)
         if dest is not None and dest is not a:
             a[...] = dest
