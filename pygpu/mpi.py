@@ -541,6 +541,20 @@ def _schedule(n, slot):
     return sizes
 
 
+def _first_piece(src, box, sizes):
+    """The events of a push of `src` in pieces of `sizes` through `box` (one
+    a slot it uses, and the one that orders the copies after the work on
+    the current stream that writes `src`), with the first piece queued into
+    the first slot: before the header goes, so that it is copied while the
+    receiver takes the header (docs/performance.md#mpi-first-piece)."""
+    filled = _Events.take(min(box.SLOTS, len(sizes)) + 1)
+    after = filled.pop()
+    box.stream.wait_event(after.record(pygpu.current_stream()))
+    pygpu.memcpy_dtod_async(box.mem.ptr, src.ptr, sizes[0], stream=box.stream)
+    filled[0].record(box.stream)
+    return filled, after
+
+
 def _settle(req):
     """A receive still pending when its steps end early (closed because
     the steps beside them raised): cancelled, or completed if its message
@@ -674,26 +688,26 @@ class _Node:
         header = _HEADER.pack(_MAGIC, self.key, x, n, box.SLOT_BYTES, box.SLOTS, box.handle)
         return x, box.SLOT_BYTES, _schedule(n, box.SLOT_BYTES), header
 
-    def _push(self, src, dests, box, x, slot, sizes, answers):
+    def _push(self, src, dests, box, x, slot, sizes, answers, first=None):
         """Steps that move `src` (dense) through `box` (slots of `slot` bytes)
         in pieces of `sizes` to every rank of `dests`, each pulling them
         (_pull); a slot is filled again once every one of them has given it
         back.  A rank that answers instead (_TRUNCATED, _STAGE) drops out:
-        its answer lands in `answers`."""
+        its answer lands in `answers`.  `first`: _first_piece's, made
+        already (else made here).  The second piece's copy is queued only
+        once the first is announced: its call (5-9 us) held the message up."""
         stream = box.stream
         pieces = len(sizes)
         starts = list(itertools.accumulate(sizes, initial=0))
         slots = min(box.SLOTS, pieces)
-        filled = _Events.take(slots + 1)
-        after = filled.pop()                    # (the work queued on the current stream that writes `src`)
-        stream.wait_event(after.record(pygpu.current_stream()))
+        filled, after = first if first is not None else _first_piece(src, box, sizes)
         ready = np.zeros(1, np.int64)
         replies = {d: np.zeros(1, np.int64) for d in dests}
         back = {d: self.priv.Irecv(replies[d], d, 2 * x + _FREED) for d in dests}
         freed = dict.fromkeys(dests, 0)         # pieces each has given back
         told = dict.fromkeys(dests, 0)          # pieces each was told are ready
         live = set(dests)
-        queued = announced = 0                  # pieces copied in (or being), said ready
+        queued, announced = 1, 0                # pieces copied in (or being), said ready
 
         def tell(d, k):
             ready[0] = k
@@ -709,7 +723,7 @@ class _Node:
                             tell(d, announced)
                     announced += 1
                     moved = True
-                if queued < min(pieces, min(freed[d] for d in live) + box.SLOTS):    # a slot given back
+                if announced and queued < min(pieces, min(freed[d] for d in live) + box.SLOTS):   # a slot back
                     at = (queued % box.SLOTS) * slot
                     pygpu.memcpy_dtod_async(box.mem.ptr + at, src.ptr + starts[queued], sizes[queued], stream=stream)
                     filled[queued % box.SLOTS].record(stream)
@@ -757,6 +771,7 @@ class _Node:
         held = _Held(box.lock)
         try:
             x, slot, sizes, header = self._plan(box, src.nbytes)
+            first = _first_piece(src, box, sizes)
             said = announce(header)
         except BaseException:
             held.release()
@@ -765,7 +780,7 @@ class _Node:
         def steps():
             answers = {}
             try:
-                yield from self._push(src, dests, box, x, slot, sizes, answers)
+                yield from self._push(src, dests, box, x, slot, sizes, answers, first)
             finally:
                 held.release()
             yield from self._staged(src, answers, x)

@@ -213,6 +213,52 @@ def test_a_push_to_several_ranks_yields_once_one_of_them_is_done():
     assert not any(r.cancelled for r in made if r.done)
 
 
+def test_a_push_copies_its_first_piece_before_the_header_and_announces_it_before_the_next(monkeypatch):
+    """The sender queues the first piece into its mailbox before it
+    announces the header (the copy runs while the receiver takes it), and
+    the second piece's copy only once the first is announced."""
+    import itertools
+    import threading
+    import types
+    log = []
+    copy = pygpu.memcpy_dtod_async
+    monkeypatch.setattr(pygpu, "memcpy_dtod_async", lambda *a, **k: (log.append("copy"), copy(*a, **k)))
+
+    class Request:                      # (no slot is ever given back)
+        def Test(self):
+            return False
+
+        def Cancel(self):
+            pass
+
+        def Wait(self):
+            pass
+
+    class Comm:
+        def Irecv(self, buf, source, tag):
+            return Request()
+
+        def Send(self, buf, dest, tag):
+            log.append(f"ready {int(buf[0])}")
+
+    piece = 1 << 12
+    box = types.SimpleNamespace(SLOTS=4, SLOT_BYTES=piece, mem=pygpu.empty(4 * piece, np.uint8),
+                                stream=pygpu.Stream(), lock=threading.Lock(), handle=b"")
+    node = types.SimpleNamespace(priv=Comm(), ids=itertools.count(), tags=100, key=1, mailbox=lambda: box)
+    node._plan = lambda b, n: pygpu.mpi._Node._plan(node, b, n)
+    node._push = lambda *a: pygpu.mpi._Node._push(node, *a)
+    node._staged = lambda *a: pygpu.mpi._Node._staged(node, *a)
+    src = pygpu.to_gpu(np.arange(3 * piece, dtype=np.uint8) * 7)
+    steps, _ = pygpu.mpi._Node._posting(node, src, [1], lambda header: log.append("header"))
+    assert log == ["copy", "header"]
+    for _ in range(20):
+        next(steps)
+    assert log[:4] == ["copy", "header", "ready 0", "copy"], log
+    steps.close()
+    assert not box.lock.locked()
+    np.testing.assert_array_equal(box.mem[:piece].get(), src[:piece].get())
+
+
 def test_a_mailbox_held_by_steps_goes_back_however_they_end():
     """The steps of a push hold their mailbox's lock: it goes back when they
     end, when they fail, when a driver closes them because another failed,
