@@ -234,17 +234,19 @@ static PyObject *ll_events_kept(PyObject *m, PyObject *args)
     return PyLong_FromLong(pygpu_events_kept(device));
 }
 
-/* _bare_loop(up, nbytes, windows, reps): the median seconds of one
- * transfer of the staging's floor (transfer/bare_loop.c) on the current
- * device, between touched host memory 16 bytes past a page (where NumPy's
- * data begin) and a new device buffer, through a new page-locked ring of
- * 64 MiB (or of two transfers), on as many threads as a staged transfer
- * of that size takes.  For the bench. */
+/* _bare_loop(up, nbytes, windows, reps, legacy=False): the median seconds
+ * of one transfer of the staging's floor (transfer/bare_loop.c) on the
+ * current device, between touched host memory 16 bytes past a page (where
+ * NumPy's data begin) and a new device buffer, through a new page-locked
+ * ring of 64 MiB (or of two transfers), on as many threads as a staged
+ * transfer of that size takes, on a new non-blocking stream (`legacy`:
+ * the legacy stream, as PyGPU's copies with no stream given).  For the
+ * bench. */
 static PyObject *ll_bare_loop(PyObject *m, PyObject *args)
 {
-    int up, windows, reps;
+    int up, windows, reps, legacy = 0;
     Py_ssize_t n;
-    if (!PyArg_ParseTuple(args, "pnii:_bare_loop", &up, &n, &windows, &reps))
+    if (!PyArg_ParseTuple(args, "pnii|p:_bare_loop", &up, &n, &windows, &reps, &legacy))
         return NULL;
     if (n <= 0 || windows < 1 || windows > PYGPU_BARE_WINDOWS || reps < 1)
         return PyErr_Format(PyExc_ValueError, "_bare_loop(): nbytes (%zd) and reps (%d) must be positive and "
@@ -258,7 +260,7 @@ static PyObject *ll_bare_loop(PyObject *m, PyObject *args)
     pygpu_transfer_config cfg;
     pygpu_transfer_config_get(&cfg);
     int threads = pygpu_transfer_threads(&cfg, nbytes, 0);
-    pygpu_stream_t s = NULL;
+    pygpu_stream_t s = PYGPU_STREAM_NULL;
     pygpu_event_t ev[PYGPU_BARE_WINDOWS] = {0};
     const char *call = "Malloc";
     double median = 0;
@@ -267,14 +269,14 @@ static PyObject *ll_bare_loop(PyObject *m, PyObject *args)
     r = pygpu_rt_malloc((void **)&dev, nbytes);
     if (r == 0 && (call = "MallocHost", r = pygpu_rt_host_alloc((void **)&ring, ring_bytes)) == 0)
         memset(ring, 0, ring_bytes);
-    if (r == 0)
+    if (r == 0 && !legacy)
         call = "StreamCreate", r = pygpu_rt_stream_create(&s, PYGPU_STREAM_NON_BLOCKING, 0);
     for (int k = 0; r == 0 && k < windows; k++)
         call = "EventCreateWithFlags", r = pygpu_rt_event_create(&ev[k], PYGPU_EVENT_DISABLE_TIMING);
     if (r == 0)
         r = pygpu_bare_loop(up, host + 16, dev, ring, ring_bytes, nbytes, windows, threads, reps, s, ev, &median,
                             &call);
-    if (r != 0 && s)        /* (nothing queued may still use what is freed below) */
+    if (r != 0)             /* (nothing queued may still use what is freed below) */
         (void)pygpu_rt_stream_synchronize(s);
     for (int k = 0; k < windows; k++)
         if (ev[k])
@@ -312,8 +314,9 @@ static PyMethodDef lowlevel_methods[] = {
      "_bus_kernel_copies()\n--\n\nHow many copies between host and device PyGPU's copy kernel has carried "
      "beside another thread's bulk copy (for tests)."},
     {"_bare_loop", ll_bare_loop, METH_VARARGS,
-     "_bare_loop(up, nbytes, windows, reps, /)\n--\n\nThe median seconds of one transfer of the staging's "
-     "floor: the same host copies and DMAs in `windows` windows, with nothing around them (for the bench)."},
+     "_bare_loop(up, nbytes, windows, reps, legacy=False, /)\n--\n\nThe median seconds of one transfer of the "
+     "staging's floor: the same host copies and DMAs in `windows` windows, with nothing around them, on a "
+     "non-blocking stream of its own (`legacy`: the legacy stream) (for the bench)."},
     {"_events_kept", ll_events_kept, METH_VARARGS,
      "_events_kept(device, /)\n--\n\nHow many events PyGPU keeps for reuse on the device (for tests)."},
     {"_host_unregister", ll_host_unregister, METH_O,

@@ -349,6 +349,7 @@ def test_scale_mid_size_stands_beside_the_bare_loop(monkeypatch):
         with pytest.raises(ValueError, match="_bare_loop"):
             lib._bare_loop(*args)
     assert lib._bare_loop(True, (1 << 16) + 3, 3, 5) > 0 and lib._bare_loop(False, (1 << 16) + 3, 8, 5) > 0
+    assert lib._bare_loop(True, 1 << 16, 1, 5, True) > 0 and lib._bare_loop(False, 1 << 16, 2, 5, True) > 0
     real, seen = lib._bare_loop, []
 
     def bare(up, n, windows, reps):

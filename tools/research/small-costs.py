@@ -6,12 +6,15 @@ Needs CuPy (its runtime bindings make the raw calls).  Medians of N calls,
 microseconds, for each size (default 64K 256K 1M), with registration off
 (every byte of pageable memory staged, as bench --scale's mid-size table):
 
-  pygpu set / get(ary)        touched pageable memory, staged
+  pygpu set / get(ary)        touched pageable memory, staged (on the legacy
+                              stream, and on a non-blocking stream as the bare loop)
   pygpu set / get(ary) pinned the same from and into page-locked memory
                               (PyGPU's call around one DMA, no staging)
-  bare loop, 1 window         backend_module._bare_loop (bench --scale's floor)
+  bare loop, 1 window         backend_module._bare_loop (bench --scale's floor, on
+                              a stream of its own; and on the legacy stream)
   raw DMA + sync              cudaMemcpyAsync of page-locked memory and
-                              cudaStreamSynchronize, through CuPy
+                              cudaStreamSynchronize, through CuPy (legacy
+                              stream; up also on a non-blocking one)
   raw staged by hand          the same with NumPy's copy into (out of) the
                               page-locked buffer before (after) it
 
@@ -45,8 +48,9 @@ def main():
     lib = pygpu.backend_module
 
     def row(name, fn):
-        print(f"{name:<58} {median_us(fn, args.reps):9.2f} us", flush=True)
+        print(f"{name:<72} {median_us(fn, args.reps):9.2f} us", flush=True)
 
+    s = pygpu.Stream(non_blocking=True)
     with registration(0):
         for n in map(parse_size, args.sizes):
             print(f"== {size_name(n)}")
@@ -57,14 +61,21 @@ def main():
             row("pygpu get(ary=touched pageable)", lambda: g.get(ary=out))
             row("pygpu set(page-locked)", lambda: g.set(ph))
             row("pygpu get(ary=page-locked)", lambda: g.get(ary=pout))
+            # (the bare loop runs on a stream of its own, not the legacy stream)
+            row("pygpu set(touched pageable), a non-blocking stream", lambda: g.set(h, stream=s))
+            row("pygpu get(ary=touched pageable), a non-blocking stream", lambda: g.get(ary=out, stream=s))
             for up in (1, 0):
-                us = lib._bare_loop(up, n, 1, args.reps) * 1e6
-                print(f"{'bare loop, 1 window, ' + ('up' if up else 'down'):<58} {us:9.2f} us", flush=True)
+                for legacy in (0, 1):
+                    us = lib._bare_loop(up, n, 1, args.reps, legacy) * 1e6
+                    name = f"bare loop, 1 window, {'up' if up else 'down'}{', the legacy stream' if legacy else ''}"
+                    print(f"{name:<72} {us:9.2f} us", flush=True)
             d = g.ptr
             row("raw cudaMemcpyAsync H2D (page-locked) + sync",
                 lambda: (rt.memcpyAsync(d, ph.ctypes.data, n, 1, 0), rt.streamSynchronize(0)))
             row("raw cudaMemcpyAsync D2H (page-locked) + sync",
                 lambda: (rt.memcpyAsync(pout.ctypes.data, d, n, 2, 0), rt.streamSynchronize(0)))
+            row("raw cudaMemcpyAsync H2D (page-locked) + sync, a non-blocking stream",
+                lambda: (rt.memcpyAsync(d, ph.ctypes.data, n, 1, s.ptr), rt.streamSynchronize(s.ptr)))
 
             def up_by_hand():
                 np.copyto(ph, h)
