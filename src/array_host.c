@@ -8,6 +8,7 @@
  */
 #include "pygpu.h"
 #include "array_host.h"
+#include "marks.h"
 #include "array.h"
 #include "convert.h"
 #include "copy/copy.h"
@@ -152,6 +153,7 @@ PyObject *pygpu_array_get(PyGPUArray *a, PyObject *out, PyObject *stream, int pa
      * background has written it, when async; else its buffer may be
      * page-locked in place, registered.c) */
     pygpu_side host = {PyArray_BYTES((PyArrayObject *)out), PyArray_STRIDES((PyArrayObject *)out), 0, -1, out};
+    pygpu_mark(1);
     if (pygpu_copy(st, host, pygpu_device_side(a), a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, async) < 0) {
         Py_DECREF(out);
         return NULL;
@@ -310,6 +312,7 @@ int pygpu_array_assign(PyGPUArray *a, PyObject *value, PyObject *stream, int asy
         r = pygpu_fill(st, pygpu_device_side(a), a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), PyArray_BYTES(h), s);
     } else if (broadcast_to(a, PyArray_NDIM(h), PyArray_SHAPE(h), PyArray_STRIDES(h), strides) == 0) {
         pygpu_side src = {PyArray_BYTES(h), strides, 0, -1, (PyObject *)h};
+        pygpu_mark(1);
         r = pygpu_copy(st, pygpu_device_side(a), src, a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, async);
     }
     if (r == 0)

@@ -20,6 +20,7 @@
 #include "memory.h"
 #include "state.h"
 #include "stream.h"
+#include "marks.h"
 
 #define SELF ((PyGPUArray *)self)
 #define KW(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
@@ -31,12 +32,15 @@ static PyObject *get_impl(PyObject *self, PyObject *args, PyObject *kwds, int as
     static char *kwlist_async[] = {"stream", "ary", NULL};
     PyObject *ary = Py_None, *stream = Py_None;
     int pagelocked = 0, async_ = 0;
+    pygpu_mark(0);
     if (async ? !PyArg_ParseTupleAndKeywords(args, kwds, "|OO:get_async", kwlist_async, &stream, &ary)
               : !PyArg_ParseTupleAndKeywords(args, kwds, "|OppO:get", kwlist, &ary, &pagelocked, &async_, &stream))
         return NULL;
     /* get(async_=True) is get_async: into the caller's page-locked `ary`
      * it only queues the copy (a new array is always complete). */
-    return pygpu_array_get(SELF, ary, stream, pagelocked, async || async_);
+    PyObject *got = pygpu_array_get(SELF, ary, stream, pagelocked, async || async_);
+    pygpu_mark(13);
+    return got;
 }
 
 static PyObject *array_get(PyObject *self, PyObject *a, PyObject *k) { return get_impl(self, a, k, 0); }
@@ -46,6 +50,7 @@ static PyObject *set_impl(PyObject *self, PyObject *args, PyObject *kwds, int as
 {
     static char *kwlist[] = {"ary", "stream", "async_", NULL};
     PyObject *ary, *stream = Py_None, *flag = Py_False;
+    pygpu_mark(0);
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OO", kwlist, &ary, &stream, &flag))
         return NULL;
     if (PyBool_Check(stream)) {         /* PyCUDA's order: set(ary, async_, stream) */
@@ -63,6 +68,7 @@ static PyObject *set_impl(PyObject *self, PyObject *args, PyObject *kwds, int as
     }
     if (pygpu_array_assign(SELF, ary, stream, async) < 0)
         return NULL;
+    pygpu_mark(13);
     Py_RETURN_NONE;
 }
 

@@ -12,6 +12,7 @@
  */
 #include "pygpu.h"
 #include "lowlevel.h"
+#include "marks.h"
 #include "convert.h"
 #include "errors.h"
 #include "memory.h"
@@ -25,6 +26,8 @@
 #include "transfer/settings.h"
 
 #include <structmember.h>
+#include <string.h>
+#include <time.h>
 
 /* ---- _HostBuffer --------------------------------------------------------- */
 
@@ -294,6 +297,40 @@ static PyObject *ll_bare_loop(PyObject *m, PyObject *args)
     return PyFloat_FromDouble(median);
 }
 
+#ifdef PYGPU_MARKS
+static _Thread_local long long pygpu_marks_ns[PYGPU_MARKS_N];
+
+void pygpu_mark(int i)
+{
+    struct timespec ts;
+    if (i == 0)
+        memset(pygpu_marks_ns, 0, sizeof pygpu_marks_ns);
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    pygpu_marks_ns[i] = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+#endif
+
+/* _marks(): the times (ns) at the marks of this thread's last call (0 where
+ * it passed none), or None where the build has no marks (marks.h). */
+static PyObject *ll_marks(PyObject *m, PyObject *unused)
+{
+    (void)m, (void)unused;
+#ifdef PYGPU_MARKS
+    PyObject *t = PyTuple_New(PYGPU_MARKS_N);
+    for (int i = 0; t && i < PYGPU_MARKS_N; i++) {
+        PyObject *v = PyLong_FromLongLong(pygpu_marks_ns[i]);
+        if (!v) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, i, v);
+    }
+    return t;
+#else
+    Py_RETURN_NONE;
+#endif
+}
+
 static PyMethodDef lowlevel_methods[] = {
     {"_get_last_error", (PyCFunction)(void (*)(void))ll_get_last_error, METH_VARARGS | METH_KEYWORDS,
      "_get_last_error(peek=False)\n--\n\nThe runtime's last error code (cleared unless `peek`)."},
@@ -317,6 +354,9 @@ static PyMethodDef lowlevel_methods[] = {
      "_bare_loop(up, nbytes, windows, reps, legacy=False, /)\n--\n\nThe median seconds of one transfer of the "
      "staging's floor: the same host copies and DMAs in `windows` windows, with nothing around them, on a "
      "non-blocking stream of its own (`legacy`: the legacy stream) (for the bench)."},
+    {"_marks", ll_marks, METH_NOARGS,
+     "_marks()\n--\n\nThe times (ns) at the marks of this thread's last call, or None where the build has "
+     "none (research builds with -DPYGPU_MARKS; tools/research/call-marks.py)."},
     {"_events_kept", ll_events_kept, METH_VARARGS,
      "_events_kept(device, /)\n--\n\nHow many events PyGPU keeps for reuse on the device (for tests)."},
     {"_host_unregister", ll_host_unregister, METH_O,

@@ -18,6 +18,7 @@
 #include "../device.h"
 #include "../errors.h"
 #include "../kernels/kernels.h"
+#include "../marks.h"
 #include "../peer.h"
 #include "../registered.h"
 #include "../shape.h"
@@ -257,6 +258,7 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
     pygpu_status r;
     int dev = dst.on_device ? dst.device : src.on_device ? src.device : -1, prev = -1;
     int cross = dst.on_device && src.on_device && dst.device >= 0 && src.device >= 0 && dst.device != src.device;
+    pygpu_mark(2);
     pygpu_copy_reap();
     if (dev >= 0 && pygpu_device_enter(st, dev, &prev) < 0)
         return -1;
@@ -278,6 +280,7 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
      * met took all of the transfer's time (docs/performance.md#registered-in-place). */
     int reg = 0, straddling = 0;
     ptrdiff_t count = 0;
+    pygpu_mark(3);
     size_t nbytes = pygpu_shape_size(nd, shape, &count) == 0 ? (size_t)count * (size_t)itemsize : 0;
     if (!cross && dst.on_device != src.on_device) {
         pygpu_side host = dst.on_device ? src : dst;
@@ -307,6 +310,7 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
     if (!async && !cross && !captured && dst.on_device != src.on_device && nbytes >= PYGPU_DMA_PIECES_FROM)
         bulk = pygpu_bus_bulk_begin(dst.on_device ? PYGPU_COPY_H2D : PYGPU_COPY_D2H);
     c.then_wait = !async && !captured && !cross;
+    pygpu_mark(4);
     c.ts = PyEval_SaveThread();
     if (cross)      /* done when it returns: the source may be freed at once */
         r = cp_cross_device(&c, dst, src, nd, shape, itemsize);
@@ -320,6 +324,7 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
     pygpu_trace_done();
     pygpu_bus_bulk_end(bulk);
     PyEval_RestoreThread(c.ts);
+    pygpu_mark(11);
     if (async && reg) {         /* (its pages are let go only once that device is done) */
         int d = dev;
         if (d < 0 && pygpu_rt_get_device(&d) != 0)
@@ -337,6 +342,7 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
     if (pygpu_check(st, r, c.call ? c.call : "MemcpyAsync") < 0 || kernels_warning(st, c.kernels) < 0 ||
         (cross && peer_warning(st) < 0))
         return -1;
+    pygpu_mark(12);
     return back;
 }
 

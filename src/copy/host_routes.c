@@ -20,6 +20,7 @@
 #include "../transfer/pipeline.h"
 #include "../transfer/settings.h"
 #include "../transfer/trace.h"
+#include "../marks.h"
 #include "../tuning.h"
 
 #include <stdio.h>
@@ -383,6 +384,7 @@ pygpu_status cp_h2d(ctx *c, const pygpu_pair *p, const geometry *g, char *dst, c
                 return blame(c, r, "LaunchHostFunc");
             break;
         case ROUTE_STAGED:
+            pygpu_mark(5);
             if ((r = staged(c, 1, dst, (char *)src, p, 1, itemsize, 1, &done)) != 0 || done)
                 return r;
             break;                  /* (the pipeline declined) */
@@ -585,6 +587,7 @@ pygpu_status cp_d2h(ctx *c, const pygpu_pair *p, const geometry *g, char *dst, c
                 return blame(c, r, "LaunchHostFunc");
             break;
         case ROUTE_STAGED:
+            pygpu_mark(5);
             if ((r = staged(c, 0, (char *)src, dst, p, 0, itemsize, 0, &done)) != 0 || done)
                 return r;
             break;                  /* (the pipeline declined) */

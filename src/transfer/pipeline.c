@@ -19,6 +19,7 @@
 #include "pinned_pool.h"
 #include "settings.h"
 #include "trace.h"
+#include "../marks.h"
 #include "workers.h"
 #include "../fork.h"
 #include "../shape.h"
@@ -398,6 +399,7 @@ static pygpu_status h2d_whole(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
     if (!(*done = nwin > 0))
         return 0;
     r = buffers_free(c);
+    pygpu_mark(7);
     PYGPU_TRACE('b', 0, (size_t)(n * h.itemsize));
     PYGPU_TRACE_DMA_START(c->stream);
     if (!(halt = r != 0 || stop_now(c)))
@@ -407,12 +409,14 @@ static pygpu_status h2d_whole(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
         if (k + 1 < nwin && r == 0 && !(halt = halt || stop_now(c)))
             p[started++ & 1] = start_window(c, cfg, &h, win, k + 1, job);
         pygpu_job_join(&p[k & 1]);
+        pygpu_mark(8);
         PYGPU_TRACE('c', k, (size_t)(win[k].cnt * h.itemsize));
         /* Windows [from, k] are in the buffers: they go now if the link
          * would otherwise run dry. */
         if (r == 0 && !halt && (k + 1 == nwin || calls < 2 || pygpu_rt_event_query(c->lane->whole[calls - 2]) == 0)) {
             if ((r = queue_up(c, cfg, dev, win, from, k + 1, nwin, h.itemsize, &calls)) == 0)
                 r = tell_queued(c, win[k].e + win[k].cnt, h.itemsize);
+            pygpu_mark(9);
             from = k + 1;
         }
     }
@@ -425,6 +429,7 @@ static pygpu_status h2d_whole(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
     if (r == 0 && calls > 0 && c->wait_after) {
         if ((r = pygpu_rt_stream_synchronize(c->stream)) != 0)
             c->call = "StreamSynchronize";
+        pygpu_mark(10);
         c->waited = r == 0;
     }
     /* Else the next transfer waits for these calls before it reuses the buffers. */
@@ -451,6 +456,7 @@ pygpu_status pygpu_staged_h2d(pygpu_staging_ctx *c, char *dev, pygpu_host_layout
     *staged = 0;
     if (!staging_take(c, &cfg, &h, 1))
         return 0;
+    pygpu_mark(6);
     *staged = 1;
     ptrdiff_t n = layout_size(&h);
     int whole = 0, plain = !pygpu_lane_crowded(c->lane) && (size_t)(n * h.itemsize) >= (size_t)cfg.depth * cfg.chunk;
@@ -527,6 +533,7 @@ static pygpu_status d2h_whole(pygpu_staging_ctx *c, pygpu_host_layout h, const c
         return 0;
     c->lane->turn++;
     r = buffers_free(c);
+    pygpu_mark(7);
     PYGPU_TRACE('b', 0, total);
     PYGPU_TRACE_DMA_START(c->stream);
     /* Into fresh memory: every window is queued, and the workers fault the
@@ -541,10 +548,12 @@ static pygpu_status d2h_whole(pygpu_staging_ctx *c, pygpu_host_layout h, const c
     for (k = 0; r == 0 && k < nwin; k++) {
         if ((r = queue_windows(c, win, nwin, k + PYGPU_WHOLE_AHEAD_FIRST, &queued, dev, h.itemsize)) != 0)
             break;
+        pygpu_mark(8);
         if ((r = pygpu_rt_event_synchronize(c->lane->whole[k])) != 0) {
             c->call = "EventSynchronize";
             break;
         }
+        pygpu_mark(9);
         if (stop_now(c))
             break;
         PYGPU_TRACE('w', k, 0);
@@ -553,6 +562,7 @@ static pygpu_status d2h_whole(pygpu_staging_ctx *c, pygpu_host_layout h, const c
         pygpu_job p = pygpu_range_start(&j, cfg->threads);
         r = queue_windows(c, win, nwin, k + PYGPU_WHOLE_AHEAD, &queued, dev, h.itemsize);
         pygpu_job_join(&p);
+        pygpu_mark(10);
         PYGPU_TRACE('c', k, (size_t)(win[k].cnt * h.itemsize));
     }
     PYGPU_TRACE('e', 0, 0);
@@ -577,6 +587,7 @@ pygpu_status pygpu_staged_d2h(pygpu_staging_ctx *c, pygpu_host_layout h, const c
     *staged = 0;
     if (!staging_take(c, &cfg, &h, 0))
         return 0;
+    pygpu_mark(6);
     *staged = 1;
     /* Into memory never touched (a new NumPy array of 32 MiB or more, or
      * the array get() makes past the pinned pool's limit, is fresh from the

@@ -1,0 +1,79 @@
+"""Where a small staged transfer's microseconds go, untraced: a build with
+marks (src/marks.h) notes the time at fixed points of each call, and this
+prints, for `set` and `get(ary)` of touched pageable memory (registration
+off, as bench --scale's mid-size table), the median time between each mark
+and the next, beside the bare loop's whole transfer.
+
+    CFLAGS=-DPYGPU_MARKS python setup.py build_ext --inplace
+    python tools/research/call-marks.py [--reps N] [SIZE ...]     (default 64K 256K 1M)
+
+The marks (a mark a call does not pass is left out):
+   0 the method entered (arguments not yet parsed)
+   1 the host array ready, pygpu_copy called
+   2 pygpu_copy entered
+   3 the device entered, the capture checked
+   4 the registration checked, the GIL about to be released
+   5 the route chosen: staged
+   6 a lane taken (staging_take)
+   7 its buffers free (buffers_free)
+   8 up: the host copy joined; down: the DMA queued
+   9 up: the DMA queued; down: its event waited for
+  10 up: the stream waited for; down: the copy out joined
+  11 the GIL taken back
+  12 pygpu_copy returning
+  13 the method returning
+and "python" is the time from the caller's clock before the call to mark 0
+plus mark 13 to its clock after.
+"""
+import argparse
+import time
+
+import numpy as np
+
+NAMES = {
+    0: "method entered", 1: "host array ready", 2: "pygpu_copy entered", 3: "device, capture",
+    4: "registration, GIL to release", 5: "route: staged", 6: "lane taken", 7: "buffers free",
+    8: "up: host copy / down: DMA queued", 9: "up: DMA queued / down: DMA waited",
+    10: "up: stream waited / down: copy out", 11: "GIL back", 12: "pygpu_copy returning", 13: "method returning",
+}
+
+
+def main():
+    import pygpu
+    from pygpu.bench import pageable_array, parse_size, registration, size_name
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=2000)
+    ap.add_argument("sizes", nargs="*", default=["64K", "256K", "1M"])
+    args = ap.parse_args()
+    lib = pygpu.backend_module
+    if lib._marks() is None:
+        raise SystemExit("call-marks: build with CFLAGS=-DPYGPU_MARKS first")
+    with registration(0):
+        for n in map(parse_size, args.sizes):
+            h, out = pageable_array(n), pageable_array(n)
+            g = pygpu.to_gpu(h)
+            for name, fn in (("set", lambda: g.set(h)), ("get(ary)", lambda: g.get(ary=out))):
+                steps, total = {}, []
+                for i in range(args.reps + 50):
+                    t0 = time.perf_counter_ns()
+                    fn()
+                    t1 = time.perf_counter_ns()
+                    m = lib._marks()
+                    if i < 50:
+                        continue
+                    total.append(t1 - t0)
+                    seen = [k for k in range(len(m)) if m[k]]
+                    for a, b in zip(seen, seen[1:]):
+                        steps.setdefault((a, b), []).append(m[b] - m[a])
+                    steps.setdefault("python", []).append((t1 - t0) - (m[13] - m[0]))
+                up = name == "set"
+                bare = lib._bare_loop(up, n, 1, args.reps) * 1e6
+                print(f"== {name} {size_name(n)}: median {np.median(total) / 1e3:.2f} us "
+                      f"(bare loop, 1 window: {bare:.2f} us)")
+                for key, v in steps.items():
+                    label = key if isinstance(key, str) else f"{key[0]:>2} -> {key[1]:>2}  {NAMES[key[1]]}"
+                    print(f"   {label:<48} {np.median(v) / 1e3:7.2f} us")
+
+
+if __name__ == "__main__":
+    main()
