@@ -10,6 +10,8 @@
 #include "state.h"
 #include "stream.h"
 
+#include <string.h>
+
 static PyObject *event_new(PyTypeObject *tp, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"timing", "blocking", "interprocess", NULL};
@@ -143,6 +145,59 @@ static PyObject *event_time_since(PyObject *self, PyObject *start)
     return elapsed(start, self);
 }
 
+/* ipc_handle(): the bytes with which another process opens this event
+ * (Event.from_ipc_handle) to wait for it. */
+static PyObject *event_ipc_handle(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    pygpu_state *st = pygpu_state_of(self);
+    PyGPUEvent *e = (PyGPUEvent *)self;
+    unsigned char h[PYGPU_IPC_EVENT_HANDLE_BYTES];
+    if (!st || pygpu_fork_check(st) < 0)
+        return NULL;
+    if (!(e->flags & PYGPU_EVENT_INTERPROCESS)) {
+        PyErr_SetString(PyExc_ValueError, "ipc_handle(): this event was not made with interprocess=True");
+        return NULL;
+    }
+    if (pygpu_check(st, pygpu_rt_ipc_event_handle(e->handle, h), "IpcGetEventHandle") < 0)
+        return NULL;
+    return PyBytes_FromStringAndSize((const char *)h, sizeof h);
+}
+
+/* Event.from_ipc_handle(handle): another process's interprocess event,
+ * opened here (timing off; its record is the other process's to make). */
+static PyObject *event_from_ipc_handle(PyObject *cls, PyObject *arg)
+{
+    PyTypeObject *tp = (PyTypeObject *)cls;
+    pygpu_state *st = pygpu_state_of_type(tp);
+    Py_buffer b;
+    pygpu_event_t h = NULL;
+    if (!st || pygpu_fork_check(st) < 0 || PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (b.len != PYGPU_IPC_EVENT_HANDLE_BYTES) {
+        PyErr_Format(PyExc_ValueError, "Event.from_ipc_handle(): a handle is %d bytes (from Event.ipc_handle()), "
+                     "not %zd", PYGPU_IPC_EVENT_HANDLE_BYTES, b.len);
+        PyBuffer_Release(&b);
+        return NULL;
+    }
+    unsigned char bytes[PYGPU_IPC_EVENT_HANDLE_BYTES];
+    memcpy(bytes, b.buf, sizeof bytes);
+    PyBuffer_Release(&b);
+    int dev = pygpu_current_device(st);
+    if (dev < 0 || pygpu_check(st, pygpu_rt_ipc_event_open(bytes, &h), "IpcOpenEventHandle") < 0)
+        return NULL;
+    PyGPUEvent *e = (PyGPUEvent *)tp->tp_alloc(tp, 0);
+    if (!e) {
+        pygpu_rt_event_destroy(h);
+        return NULL;
+    }
+    e->handle = h;
+    e->device = dev;
+    e->recorded = 1;            /* (by the other process: waiting for it is asked for) */
+    e->flags = PYGPU_EVENT_INTERPROCESS | PYGPU_EVENT_DISABLE_TIMING;
+    return (PyObject *)e;
+}
+
 static PyObject *event_ptr(PyObject *self, void *c)
 {
     (void)c;
@@ -190,6 +245,14 @@ static PyMethodDef event_methods[] = {
      "time_till(end, /)\n--\n\nMilliseconds from this event to `end` (PyCUDA's name)."},
     {"time_since", event_time_since, METH_O,
      "time_since(start, /)\n--\n\nMilliseconds from `start` to this event (PyCUDA's name)."},
+    {"ipc_handle", event_ipc_handle, METH_NOARGS,
+     "ipc_handle()\n--\n\nThe bytes with which another process opens this event (Event.from_ipc_handle) to "
+     "wait for it; the event must be made with interprocess=True (and timing=False)."},
+    {"from_ipc_handle", event_from_ipc_handle, METH_O | METH_CLASS,
+     "from_ipc_handle(handle, /)\n--\n\nAnother process's interprocess event (the bytes of its "
+     "ipc_handle()), opened in this one on the current device: streams here may wait for it "
+     "(Stream.wait_event), and query() and synchronize() ask about its last record.  Not in the process "
+     "that made it."},
     {0},
 };
 

@@ -115,3 +115,85 @@ def test_the_handle_of_freed_memory_is_refused():
             print("refused:", e)
         """, handle)
     assert "refused:" in out and "invalid resource handle" in out
+
+
+# ---- events another process waits for ------------------------------------------------------
+
+def spin_on(stream, seconds):
+    """Keep `stream` busy for about `seconds` (CuPy's kernel: a GPU only)."""
+    cp = pytest.importorskip("cupy")
+    kernel = cp.RawKernel(r'''
+        extern "C" __global__ void spin(long long cycles) {
+            long long t0 = clock64();
+            while (clock64() - t0 < cycles) {}
+        }''', "spin")
+    rate_khz = cp.cuda.runtime.deviceGetAttribute(cp.cuda.runtime.cudaDevAttrClockRate, pygpu.get_device())
+    with cp.cuda.ExternalStream(stream.ptr):
+        kernel((1,), (1,), (np.int64(seconds * rate_khz * 1000),))
+
+
+def test_another_process_waits_for_an_event_before_it_reads(rng):
+    """The child opens this process's event and memory, and its stream waits
+    for the event before it copies: on a GPU the event is recorded behind a
+    kernel that keeps the stream busy, after the copy that writes the bytes
+    the child must see (without the wait it reads the earlier ones)."""
+    n = N
+    first = rng.integers(0, 2**62, n // 8, dtype=np.int64)
+    second = ~first
+    mem = pygpu.mem_alloc(n, ipc=True)
+    pygpu.memcpy_htod(mem, first)
+    later = pygpu.to_gpu(second)
+    ev = pygpu.Event(timing=False, interprocess=True)
+    handle = ev.ipc_handle()
+    assert isinstance(handle, bytes) and len(handle) == 64
+    code = textwrap.dedent("""
+        import sys, numpy as np, pygpu
+        mem_hex, ev_hex = sys.stdin.readline().split()
+        m = pygpu.IPCMemoryHandle(bytes.fromhex(mem_hex))
+        ev = pygpu.Event.from_ipc_handle(bytes.fromhex(ev_hex))
+        assert not ev.timing and ev.device == pygpu.get_device()
+        s = pygpu.Stream(non_blocking=True)
+        s.wait_event(ev)
+        busy = not ev.query()
+        out = pygpu.empty(int(sys.argv[1]) // 8, np.int64)
+        pygpu.memcpy_dtod_async(out.ptr, m.ptr, int(sys.argv[1]), stream=s)
+        s.synchronize()
+        print(int(busy), out.get().tobytes().hex())
+        del ev
+        m.close()
+        """)
+    proc = subprocess.Popen([sys.executable, "-c", code, str(n)], env=clean_env(PYGPU_BACKEND=pygpu.backend),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        s = pygpu.Stream(non_blocking=True)
+        if pygpu.backend != "host":
+            spin_on(s, 3.0)
+        pygpu.memcpy_dtod_async(mem.ptr, later.ptr, n, stream=s)
+        ev.record(s)
+        out, err = proc.communicate(f"{pygpu.mem_get_ipc_handle(mem).hex()} {handle.hex()}\n", timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err[-3000:]
+    busy, data = out.split()
+    assert np.array_equal(np.frombuffer(bytes.fromhex(data), np.int64), second)
+    if pygpu.backend != "host":
+        assert busy == "1"          # (the child asked while the kernel ran: the wait was what held it)
+    s.synchronize()
+
+
+def test_event_handle_refusals():
+    with pytest.raises(ValueError, match="interprocess=True"):
+        pygpu.Event(timing=False).ipc_handle()
+    ev = pygpu.Event(timing=False, interprocess=True)
+    handle = ev.ipc_handle()
+    if pygpu.backend != "cuda":                     # this process's own event: HIP's rule, and the host's
+        with pytest.raises(pygpu.GPUError):
+            pygpu.Event.from_ipc_handle(handle)
+    with pytest.raises(ValueError, match="a handle is 64 bytes"):
+        pygpu.Event.from_ipc_handle(handle[:10])
+    with pytest.raises(TypeError):
+        pygpu.Event.from_ipc_handle("not bytes")
+    if pygpu.backend == "host":                     # (the runtimes' handles are theirs to judge)
+        with pytest.raises(pygpu.GPUError):
+            pygpu.Event.from_ipc_handle(bytes(64))

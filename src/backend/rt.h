@@ -115,6 +115,16 @@ pygpu_status pygpu_rt_ipc_handle(void *p, unsigned char h[PYGPU_IPC_HANDLE_BYTES
 pygpu_status pygpu_rt_ipc_open(const unsigned char h[PYGPU_IPC_HANDLE_BYTES], void **p);
 pygpu_status pygpu_rt_ipc_close(void *p);
 
+/* Events other processes can wait for: ipc_event_handle writes the handle
+ * of an event made with PYGPU_EVENT_INTERPROCESS and
+ * PYGPU_EVENT_DISABLE_TIMING into `h`; another process opens it with
+ * ipc_event_open, an event of its own (timing off, freed with
+ * event_destroy) that it may wait for, query or record.  HIP refuses a
+ * process its own, and so does the host backend. */
+#define PYGPU_IPC_EVENT_HANDLE_BYTES 64
+pygpu_status pygpu_rt_ipc_event_handle(pygpu_event_t e, unsigned char h[PYGPU_IPC_EVENT_HANDLE_BYTES]);
+pygpu_status pygpu_rt_ipc_event_open(const unsigned char h[PYGPU_IPC_EVENT_HANDLE_BYTES], pygpu_event_t *e);
+
 /* Page-locked host memory. */
 pygpu_status pygpu_rt_host_alloc(void **p, size_t n);
 pygpu_status pygpu_rt_host_free(void *p);

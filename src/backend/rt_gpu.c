@@ -343,6 +343,32 @@ pygpu_status pygpu_rt_ipc_open(const unsigned char h[PYGPU_IPC_HANDLE_BYTES], vo
 
 pygpu_status pygpu_rt_ipc_close(void *p) { return RT(IpcCloseMemHandle)(p); }
 
+#if defined(PYGPU_BACKEND_CUDA)
+typedef cudaIpcEventHandle_t rt_ipc_event_handle;
+#else
+typedef hipIpcEventHandle_t rt_ipc_event_handle;
+#endif
+_Static_assert(sizeof(rt_ipc_event_handle) == PYGPU_IPC_EVENT_HANDLE_BYTES, "the runtime's IPC event handle is 64 bytes");
+
+pygpu_status pygpu_rt_ipc_event_handle(pygpu_event_t e, unsigned char h[PYGPU_IPC_EVENT_HANDLE_BYTES])
+{
+    rt_ipc_event_handle handle;
+    rt_error r = RT(IpcGetEventHandle)(&handle, E(e));
+    if (r == RT(Success))
+        memcpy(h, &handle, sizeof handle);
+    return r;
+}
+
+pygpu_status pygpu_rt_ipc_event_open(const unsigned char h[PYGPU_IPC_EVENT_HANDLE_BYTES], pygpu_event_t *e)
+{
+    rt_ipc_event_handle handle;
+    rt_event ev = NULL;
+    memcpy(&handle, h, sizeof handle);
+    rt_error r = RT(IpcOpenEventHandle)(&ev, handle);
+    *e = r == RT(Success) ? (pygpu_event_t)ev : NULL;
+    return r;
+}
+
 /* ---- page-locked host memory ------------------------------------------ */
 
 pygpu_status pygpu_rt_host_alloc(void **p, size_t n)

@@ -706,6 +706,38 @@ pygpu_status pygpu_rt_event_record(pygpu_event_t e, pygpu_stream_t s)
     return H_SUCCESS;
 }
 
+/* An interprocess event's handle: the host's streams are done when a call
+ * returns, so an event another process opens has nothing to wait for;
+ * the handle says only that it is one, and whose. */
+typedef struct {
+    char magic[8];              /* "PYGPUEVT" */
+    long long pid;
+    char unused[PYGPU_IPC_EVENT_HANDLE_BYTES - 8 - 8];
+} host_ipc_event_handle;
+_Static_assert(sizeof(host_ipc_event_handle) == PYGPU_IPC_EVENT_HANDLE_BYTES, "an event handle is 64 bytes");
+
+pygpu_status pygpu_rt_ipc_event_handle(pygpu_event_t e, unsigned char h[PYGPU_IPC_EVENT_HANDLE_BYTES])
+{
+    const host_event *ev = e;
+    if (!ev)
+        return fail(H_INVALID_HANDLE);
+    if (!(ev->flags & PYGPU_EVENT_INTERPROCESS))        /* (as CUDA) */
+        return fail(H_INVALID_HANDLE);
+    host_ipc_event_handle handle = {.magic = "PYGPUEVT", .pid = (long long)getpid()};
+    memcpy(h, &handle, sizeof handle);
+    return H_SUCCESS;
+}
+
+pygpu_status pygpu_rt_ipc_event_open(const unsigned char h[PYGPU_IPC_EVENT_HANDLE_BYTES], pygpu_event_t *e)
+{
+    host_ipc_event_handle handle;
+    memcpy(&handle, h, sizeof handle);
+    *e = NULL;
+    if (memcmp(handle.magic, "PYGPUEVT", 8) != 0 || handle.pid == (long long)getpid())
+        return fail(H_INVALID_VALUE);
+    return pygpu_rt_event_create(e, PYGPU_EVENT_INTERPROCESS | PYGPU_EVENT_DISABLE_TIMING);
+}
+
 pygpu_status pygpu_rt_event_synchronize(pygpu_event_t e) { return e ? H_SUCCESS : fail(H_INVALID_HANDLE); }
 pygpu_status pygpu_rt_event_query(pygpu_event_t e) { return e ? H_SUCCESS : fail(H_INVALID_HANDLE); }
 
