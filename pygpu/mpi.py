@@ -75,6 +75,7 @@ import os
 import socket
 import struct
 import threading
+import time
 
 import numpy as np
 
@@ -344,13 +345,13 @@ class Comm:
     def Send(self, buf, dest, tag=0):
         a = self._by_ipc(buf, dest)
         if a is not None:
-            return _drive(self._ipc.send(a, dest, tag))
+            return _drive(self._ipc.send(a, dest, tag), watch=self._ipc.watch)
         return self._run(lambda s: self.comm.Send(s, dest, tag), sends=[buf])
 
     def Ssend(self, buf, dest, tag=0):
         a = self._by_ipc(buf, dest)
         if a is not None:       # (it returns once the receiver has the data: synchronous already)
-            return _drive(self._ipc.send(a, dest, tag))
+            return _drive(self._ipc.send(a, dest, tag), watch=self._ipc.watch)
         return self._run(lambda s: self.comm.Ssend(s, dest, tag), sends=[buf])
 
     def Recv(self, buf, source=None, tag=None, status=None):
@@ -358,7 +359,7 @@ class Comm:
         source = MPI.ANY_SOURCE if source is None else source
         tag = MPI.ANY_TAG if tag is None else tag
         if self._ipc is not None and self._ipc.local:
-            return _drive(self._ipc.recv(self, buf, source, tag, status))
+            return _drive(self._ipc.recv(self, buf, source, tag, status), watch=self._ipc.watch)
         return self._run(lambda r: self.comm.Recv(r, source, tag, status), recvs=[buf])
 
     def Sendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=None, recvtag=None, status=None):
@@ -368,7 +369,7 @@ class Comm:
         if self._ipc is not None and self._ipc.local:
             a = self._by_ipc(sendbuf, dest)
             sending = self._ipc.send(a, dest, sendtag) if a is not None else self._plain_send(sendbuf, dest, sendtag)
-            return _drive(sending, self._ipc.recv(self, recvbuf, source, recvtag, status))
+            return _drive(sending, self._ipc.recv(self, recvbuf, source, recvtag, status), watch=self._ipc.watch)
         return self._run(lambda s, r: self.comm.Sendrecv(s, dest, sendtag, r, source, recvtag, status),
                          sends=[sendbuf], recvs=[recvbuf])
 
@@ -386,7 +387,7 @@ class Comm:
     # collectives
     def Bcast(self, buf, root=0):
         if self._node_wide() and _nbytes(buf) >= self.ipc_min_bytes:
-            return _drive(self._ipc.bcast(self, buf, root))
+            return _drive(self._ipc.bcast(self, buf, root), watch=self._ipc.watch)
         if self.comm.Get_rank() == root:
             return self._run(lambda s: self.comm.Bcast(s, root), sends=[buf])
         return self._run(lambda r: self.comm.Bcast(r, root), recvs=[buf])
@@ -421,7 +422,7 @@ class Comm:
         part = _nbytes(sendbuf) // self.comm.Get_size() if root_side else _nbytes(recvbuf)
         if self._by_ipc_collective(part, sendbuf if root_side else None,
                                    None if self._in_place(recvbuf) else recvbuf):
-            return _drive(*self._ipc.scatter(self, sendbuf, recvbuf, root))
+            return _drive(*self._ipc.scatter(self, sendbuf, recvbuf, root), watch=self._ipc.watch)
         if self._in_place(recvbuf):
             return self._run(lambda s: self.comm.Scatter(s, recvbuf, root), sends=[sendbuf])
         return self._run(lambda s, r: self.comm.Scatter(s, r, root), sends=[sendbuf], recvs=[recvbuf])
@@ -430,19 +431,19 @@ class Comm:
         root_side = self.comm.Get_rank() == root
         if self._by_ipc_collective(self._part_bytes(sendbuf, recvbuf),
                                    None if self._in_place(sendbuf) else sendbuf, recvbuf if root_side else None):
-            return _drive(*self._ipc.gather(self, sendbuf, recvbuf, root))
+            return _drive(*self._ipc.gather(self, sendbuf, recvbuf, root), watch=self._ipc.watch)
         return self._reduce_like(self.comm.Gather, sendbuf, recvbuf, root)
 
     def Allgather(self, sendbuf, recvbuf):
         if self._by_ipc_collective(self._part_bytes(sendbuf, recvbuf),
                                    None if self._in_place(sendbuf) else sendbuf, recvbuf):
-            return _drive(*self._ipc.allgather(self, sendbuf, recvbuf))
+            return _drive(*self._ipc.allgather(self, sendbuf, recvbuf), watch=self._ipc.watch)
         return self._reduce_like(self.comm.Allgather, sendbuf, recvbuf)
 
     def Alltoall(self, sendbuf, recvbuf):
         if not self._in_place(sendbuf) and self._by_ipc_collective(_nbytes(sendbuf) // self.comm.Get_size(),
                                                                    sendbuf, recvbuf):
-            return _drive(*self._ipc.alltoall(self, sendbuf, recvbuf))
+            return _drive(*self._ipc.alltoall(self, sendbuf, recvbuf), watch=self._ipc.watch)
         return self._reduce_like(self.comm.Alltoall, sendbuf, recvbuf)
 
 
@@ -564,13 +565,19 @@ def _settle(req):
         req.Wait()
 
 
-def _drive(*steps):
+_WATCH_PASSES = 4096                        # passes of _drive's loop between two looks at the clock
+_WATCH_S = 0.5                              # seconds between two calls of its `watch`
+
+
+def _drive(*steps, watch=None):
     """Run generators of MPI requests to the end, together: each yields a
     request to wait for, or None to be asked again (polling).  The last
     one's return value.  If one raises, all are closed (so that what they
-    hold goes back) and the error propagates."""
+    hold goes back) and the error propagates.  `watch`, called every
+    _WATCH_S seconds or so while they wait, may raise to end them (a rank
+    of this node that died: _Node.watch)."""
     try:
-        return _drive_all(steps)
+        return _drive_all(steps, watch)
     except BaseException:
         for s in steps:
             close = getattr(s, "close", None)
@@ -579,9 +586,10 @@ def _drive(*steps):
         raise
 
 
-def _drive_all(steps):
+def _drive_all(steps, watch=None):
     results = [None] * len(steps)
     live = {}                       # index -> what it waits for
+    passes, last = 0, time.monotonic()
 
     def advance(i):
         try:
@@ -590,19 +598,58 @@ def _drive_all(steps):
             live.pop(i, None)
             results[i] = stop.value
 
+    def watched():
+        nonlocal last
+        now = time.monotonic()
+        if now - last >= _WATCH_S:
+            last = now
+            watch()
+
     for i in range(len(steps)):
         advance(i)
     while live:
+        passes += 1
+        if watch is not None and passes % _WATCH_PASSES == 0:
+            watched()
         if len(live) == 1:
             (i, req), = live.items()
             if req is not None:
-                req.Wait()
+                if watch is None:
+                    req.Wait()
+                else:               # (MPI's Wait on a rank that died may never return)
+                    while not req.Test():
+                        passes += 1
+                        if passes % _WATCH_PASSES == 0:
+                            watched()
             advance(i)
             continue
         for i, req in list(live.items()):
             if req is None or req.Test():
                 advance(i)
     return results[-1]
+
+
+_PROC = os.path.isdir("/proc/self")
+
+
+def _alive(pid):
+    """False if process `pid` (of this node) has ended: gone, or a zombie
+    its parent has not reaped (as a launcher that is itself stuck leaves it)."""
+    if _PROC:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                return f.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+        except FileNotFoundError:
+            return False
+        except (OSError, IndexError):
+            pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        pass
+    return True
 
 
 class _Mailbox:
@@ -641,11 +688,24 @@ class _Node:
         everyone = self.priv.allgather(me)
         self.rank = comm.Get_rank()
         self.local = {r for r, (node, pid) in enumerate(everyone) if node == me[0] and r != self.rank}
+        # The ranks of this node whose processes this one can see (not those of
+        # another PID namespace, where a pid here means nothing): watched while
+        # a transfer waits, so that one that dies ends it with an error.
+        self.pids = {r: everyone[r][1] for r in self.local if _alive(everyone[r][1])}
         self.key = self.priv.bcast(int.from_bytes(os.urandom(8), "little") >> 1 if self.rank == 0 else None)
         self.ids = itertools.count()
         ub = self.priv.Get_attr(MPI.TAG_UB) or 32767
         self.tags = max(1, (ub - 1) // 2)
         self.coll_tag = 2 * self.tags           # (above every transfer's two tags: a Scatter's headers)
+
+    def watch(self):
+        """Raise if a rank of this node has died (its process gone): what a
+        transfer waits for from it will never come."""
+        dead = sorted(r for r, pid in self.pids.items() if not _alive(pid))
+        if dead:
+            raise RuntimeError(f"pygpu.mpi: rank{'s' * (len(dead) > 1)} {', '.join(map(str, dead))} of this node "
+                               f"(pid {', '.join(str(self.pids[r]) for r in dead)}) ended during a transfer; "
+                               f"what this rank waits for from it will never come")
 
     @classmethod
     def of(cls, comm):

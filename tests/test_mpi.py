@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -409,8 +410,9 @@ print("rank", comm.rank, "returned", flush=True)
 def test_a_rank_that_dies_mid_transfer_ends_the_job():
     """A receiver that dies part way through a device-to-device transfer:
     the sender, waiting for slots that will never be given back, does not
-    hang; MPI's launcher ends the job with an error (as it does any job
-    whose rank dies), well within the timeout."""
+    hang: it sees the receiver's process gone and raises (_Node.watch),
+    if MPI's launcher has not ended the job first (as it does any job
+    whose rank dies; once, on CI, one did not), well within the timeout."""
     env = {"PYGPU_BACKEND": pygpu.backend}
     if pygpu.backend == "host":
         env["PYGPU_HOST_DEVICES"] = 2
@@ -468,3 +470,68 @@ def test_comm_of_one_rank_has_no_mailbox():
     comm = pygpu.mpi.Comm(MPI.COMM_SELF, cuda_aware=False)
     assert comm._ipc is None
     assert pygpu.mpi.Comm(MPI.COMM_SELF, cuda_aware=False, ipc=True)._ipc is None
+
+
+def test_a_transfer_that_waits_on_a_rank_that_died_raises(monkeypatch):
+    """While a transfer's steps wait (polling, or on one request), _drive
+    calls its watch every so often; a watch that raises (_Node.watch: a rank
+    of this node whose process has ended) ends the steps, closed, with the
+    error, instead of waiting for ever."""
+    monkeypatch.setattr(pygpu.mpi, "_WATCH_PASSES", 8)
+    monkeypatch.setattr(pygpu.mpi, "_WATCH_S", 0.0)
+    closed = []
+
+    def polling():
+        try:
+            while True:
+                yield None
+        finally:
+            closed.append("polling")
+
+    class Never:                        # a request that never completes
+        def Test(self):
+            return False
+
+        def Wait(self):
+            raise AssertionError("a watched wait must not block in MPI")
+
+    def waiting():
+        try:
+            yield Never()
+        finally:
+            closed.append("waiting")
+
+    calls = []
+
+    def watch():
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("rank 1 ended")
+
+    for steps in ([polling(), waiting()], [waiting()]):
+        closed.clear()
+        calls.clear()
+        with pytest.raises(RuntimeError, match="rank 1 ended"):
+            pygpu.mpi._drive(*steps, watch=watch)
+        assert len(calls) == 3 and len(closed) == len(steps)
+
+
+def test_a_rank_process_that_ended_is_seen_so():
+    """_alive: this process is; a child that has exited is not, whether its
+    parent has reaped it yet (a zombie) or not; _Node.watch names the ranks
+    whose processes ended."""
+    import types
+    assert pygpu.mpi._alive(os.getpid())
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    for _ in range(200):                # (exited, not yet reaped: a zombie)
+        if not pygpu.mpi._alive(child.pid):
+            break
+        time.sleep(0.05)
+    assert not pygpu.mpi._alive(child.pid)
+    child.wait()
+    assert not pygpu.mpi._alive(child.pid)
+    node = types.SimpleNamespace(pids={1: os.getpid(), 3: child.pid})
+    with pytest.raises(RuntimeError, match=rf"rank 3 of this node \(pid {child.pid}\) ended during a transfer"):
+        pygpu.mpi._Node.watch(node)
+    node.pids = {1: os.getpid()}
+    pygpu.mpi._Node.watch(node)         # (all alive: nothing)
