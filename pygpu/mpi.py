@@ -51,6 +51,9 @@ Three ways a GPUArray reaches MPI:
   communicator constructors are; ``Comm(comm, ipc=False)`` is not, and
   stages as before.  A receiver that cannot map the sender's mailbox (another
   container, devices that cannot reach each other) has the data staged.
+  A rank of this node whose process ends while a transfer waits on it makes
+  the ranks waiting raise ``RuntimeError`` naming it, where MPI's launcher
+  has not ended the job first.
   ``Gather``, ``Scatter``, ``Allgather`` and ``Alltoall`` go the same way
   where every rank shares the node, each rank's part is ``ipc_min_bytes``
   or more, and every

@@ -128,7 +128,8 @@ def spin_on(stream, seconds):
             while (clock64() - t0 < cycles) {}
         }''', "spin")
     rate_khz = cp.cuda.runtime.deviceGetAttribute(cp.cuda.runtime.cudaDevAttrClockRate, pygpu.get_device())
-    with cp.cuda.ExternalStream(stream.ptr):
+    from_external = getattr(cp.cuda.Stream, "from_external", None)     # (CuPy 14 on: ExternalStream is deprecated)
+    with (from_external(stream) if from_external else cp.cuda.ExternalStream(stream.ptr)):
         kernel((1,), (1,), (np.int64(seconds * rate_khz * 1000),))
 
 
