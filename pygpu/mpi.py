@@ -456,7 +456,6 @@ _MAGIC = b"pygpu-mpi-ipc\x00\x02\x00"
 _HEADER = struct.Struct("<16sQQQQQ64s")     # magic, node key, transfer, bytes, slot bytes, slots, handle
 _READY, _FREED = 0, 1                       # the two kinds of message of a transfer
 _TRUNCATED, _STAGE = -1, -2                 # what a receiver answers instead of a free slot
-_WHOLE, _FIRST = 4 << 20, 2 << 20           # (_schedule)
 
 
 def _node_name():
@@ -530,19 +529,12 @@ class _Events:
 
 def _schedule(n, slot):
     """The sizes of the pieces of a transfer of `n` bytes through slots of
-    `slot` bytes (both ends compute it from the header): one piece up to
-    _WHOLE bytes; else a first of _FIRST bytes, so that the receiver starts
-    copying over the link soon, and each next four times the one before, at
-    most a slot (each copy over the link costs the receiver some
-    microseconds whatever its size: fewer, bigger pieces once it runs)."""
-    if n <= min(_WHOLE, slot):
-        return [n]
-    sizes, size = [], min(_FIRST, slot)
-    while n > 0:
-        sizes.append(min(size, n))
-        n -= sizes[-1]
-        size = min(slot, 4 * size)
-    return sizes
+    `slot` bytes (both ends compute it from the header): whole slots, the
+    last what is left.  Each copy over the link costs the receiver some
+    microseconds whatever its size, which a small first piece (to start the
+    link sooner) did not win back: 0.03-0.07 of the peer copy lost from 16
+    MiB to 256 MiB in two runs on 2 H200s (docs/performance.md#mpi-first-piece)."""
+    return [min(slot, n - at) for at in range(0, n, slot)] or [n]
 
 
 def _first_piece(src, box, sizes):

@@ -145,23 +145,17 @@ def test_staged_messages_reuse_their_page_locked_buffers(rng):
     assert kept() == []
 
 
-def test_the_pieces_of_a_transfer_cover_it_and_grow_to_a_slot(rng):
-    """Both ends cut a transfer into the same pieces from its header: one up
-    to 4 MiB (and a slot); else 2 MiB first (the link starts soon), each next
-    four times the one before, never more than a slot; together exactly the
-    bytes."""
+def test_the_pieces_of_a_transfer_are_whole_slots(rng):
+    """Both ends cut a transfer into the same pieces from its header: whole
+    slots, the last what is left; together exactly the bytes."""
     MiB = 1 << 20
     for n in [1, 4 * MiB, 4 * MiB + 1, 64 * MiB] + [int(x) for x in rng.integers(1, 1 << 31, 40)]:
         for slot in (1 * MiB, 8 * MiB, 32 * MiB):
             sizes = pygpu.mpi._schedule(n, slot)
-            assert sum(sizes) == n and all(0 < s <= slot for s in sizes), (n, slot, sizes)
-            if n <= min(4 * MiB, slot):
-                assert sizes == [n]
-                continue
-            assert sizes[0] == min(2 * MiB, slot, n)
-            full = sizes[:-1]                       # (the last takes what is left)
-            assert all(b == min(slot, 4 * a) for a, b in zip(full, full[1:])), (n, slot, sizes)
-    assert pygpu.mpi._schedule(64 * MiB, 32 * MiB) == [2 * MiB, 8 * MiB, 32 * MiB, 22 * MiB]
+            assert sum(sizes) == n and all(s == slot for s in sizes[:-1]) and 0 < sizes[-1] <= slot, (n, slot)
+            assert len(sizes) == -(-n // slot)
+    assert pygpu.mpi._schedule(64 * MiB, 32 * MiB) == [32 * MiB, 32 * MiB]
+    assert pygpu.mpi._schedule(16 * MiB, 32 * MiB) == [16 * MiB]
 
 
 def test_a_push_to_several_ranks_yields_once_one_of_them_is_done():

@@ -12,10 +12,12 @@ both ranks by each way of cutting, taking turns for R rounds (default 3),
 sizes 16, 64, 256 MiB unless given; rank 0 prints each with its ratio to
 memcpy_peer between the two devices in its own process:
 
-  grow          the library's own _schedule (as it stands in this checkout)
+  as built      the library's own _schedule (as it stands in this checkout;
+                since 2026-11-28 whole slots from the first)
+  grow          the library's before: one piece up to 4 MiB, else 2 MiB
+                first, each next four times the one before, at most a slot
   2M+slots      2 MiB first, then whole slots, the last what is left
   4M+slots      4 MiB first, then whole slots
-  slots         whole slots from the first
 """
 import sys
 import time
@@ -40,6 +42,17 @@ def first_then_slots(first):
     return cut
 
 
+def grow(n, slot):
+    if n <= min(4 * MiB, slot):
+        return [n]
+    sizes, size = [], min(2 * MiB, slot)
+    while n > 0:
+        sizes.append(min(size, n))
+        n -= sizes[-1]
+        size = min(slot, 4 * size)
+    return sizes
+
+
 def median(xs):
     return sorted(xs)[len(xs) // 2]
 
@@ -59,8 +72,8 @@ def main(argv):
     sizes = [parse_size(s) for s in argv] or [16 * MiB, 64 * MiB, 256 * MiB]
     dev = pygpu.mpi.select_device(world)
     comm = pygpu.mpi.Comm(world, cuda_aware=False)
-    ways = {"grow": pygpu.mpi._schedule, "2M+slots": first_then_slots(2 * MiB),
-            "4M+slots": first_then_slots(4 * MiB), "slots": first_then_slots(1 << 62)}
+    ways = {"as built": pygpu.mpi._schedule, "grow": grow, "2M+slots": first_then_slots(2 * MiB),
+            "4M+slots": first_then_slots(4 * MiB)}
     times = {(w, n): [] for w in ways for n in sizes}
     for _ in range(rounds):
         for n in sizes:
@@ -84,7 +97,7 @@ def main(argv):
                         times[(w, n)].append(time.perf_counter() - t0)
                 if not np.array_equal(b.get(), theirs):
                     raise SystemExit(f"mpi-pieces: rank {rank} received wrong data ({w}, {n} bytes)")
-    pygpu.mpi._schedule = ways["grow"]
+    pygpu.mpi._schedule = ways["as built"]
     if rank != 0:
         world.Barrier()
         return 0
