@@ -624,27 +624,24 @@ def _drive_all(steps, watch=None):
     return results[-1]
 
 
-_PROC = os.path.isdir("/proc/self")
-
-
-def _alive(pid):
-    """False if process `pid` (of this node) has ended: gone, or a zombie
-    its parent has not reaped (as a launcher that is itself stuck leaves it)."""
-    if _PROC:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                return f.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
-        except FileNotFoundError:
-            return False
-        except (OSError, IndexError):
-            pass
+def _started(pid):
+    """(state, start time in clock ticks since boot) of process `pid` from
+    /proc, or None where it has no entry there (ended and reaped, or no
+    /proc)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        pass
-    return True
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return fields[0], int(fields[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _alive(pid, start):
+    """False if the process `pid` that started at `start` (_started) has
+    ended: gone, another process under its pid since, or a zombie its
+    parent has not reaped (as a launcher that is itself stuck leaves it)."""
+    now = _started(pid)
+    return now is not None and now[1] == start and now[0] not in (b"Z", b"X")
 
 
 class _Mailbox:
@@ -679,14 +676,17 @@ class _Node:
         MPI = _mpi()
         self.comm = comm
         self.priv = comm.Dup()
-        me = (_node_name(), os.getpid())
+        mine = _started(os.getpid())
+        me = (_node_name(), os.getpid(), mine and mine[1])
         everyone = self.priv.allgather(me)
         self.rank = comm.Get_rank()
-        self.local = {r for r, (node, pid) in enumerate(everyone) if node == me[0] and r != self.rank}
-        # The ranks of this node whose processes this one can see (not those of
-        # another PID namespace, where a pid here means nothing): watched while
-        # a transfer waits, so that one that dies ends it with an error.
-        self.pids = {r: everyone[r][1] for r in self.local if _alive(everyone[r][1])}
+        self.local = {r for r, (node, pid, start) in enumerate(everyone) if node == me[0] and r != self.rank}
+        # The ranks of this node whose processes this one can see (in /proc, under
+        # the pid and start time each gave: not those of another PID namespace,
+        # where the pid is another process's or none): watched while a transfer
+        # waits, so that one that dies ends it with an error.
+        self.pids = {r: (pid, start) for r, (node, pid, start) in enumerate(everyone)
+                     if r in self.local and start is not None and _alive(pid, start)}
         self.key = self.priv.bcast(int.from_bytes(os.urandom(8), "little") >> 1 if self.rank == 0 else None)
         self.ids = itertools.count()
         ub = self.priv.Get_attr(MPI.TAG_UB) or 32767
@@ -696,10 +696,10 @@ class _Node:
     def watch(self):
         """Raise if a rank of this node has died (its process gone): what a
         transfer waits for from it will never come."""
-        dead = sorted(r for r, pid in self.pids.items() if not _alive(pid))
+        dead = sorted(r for r, (pid, start) in self.pids.items() if not _alive(pid, start))
         if dead:
             raise RuntimeError(f"pygpu.mpi: rank{'s' * (len(dead) > 1)} {', '.join(map(str, dead))} of this node "
-                               f"(pid {', '.join(str(self.pids[r]) for r in dead)}) ended during a transfer; "
+                               f"(pid {', '.join(str(self.pids[r][0]) for r in dead)}) ended during a transfer; "
                                f"what this rank waits for from it will never come")
 
     @classmethod

@@ -7,6 +7,7 @@ previous, in every way Comm offers, and checks each result against NumPy;
 rank 0 prints "mpi_ipc_check: OK, N ranks" at the end.
 """
 import faulthandler
+import os
 import sys
 
 import numpy as np
@@ -27,6 +28,10 @@ nxt, prv = (rank + 1) % size, (rank - 1) % size
 pygpu.mpi.select_device(world)
 assert comm._ipc is not None and comm._ipc.local == set(range(size)) - {rank}, (comm._ipc, rank)
 assert "device to device" in repr(comm), repr(comm)
+# every other rank's process watched (one namespace here), none ended
+if pygpu.mpi._started(os.getpid()) is not None:
+    assert set(comm._ipc.pids) == comm._ipc.local, (comm._ipc.pids, comm._ipc.local)
+    comm._ipc.watch()
 
 
 def data(n, sender, dtype=np.float64, salt=0):

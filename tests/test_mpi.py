@@ -512,20 +512,27 @@ def test_a_transfer_that_waits_on_a_rank_that_died_raises(monkeypatch):
 
 def test_a_rank_process_that_ended_is_seen_so():
     """_alive: this process is; a child that has exited is not, whether its
-    parent has reaped it yet (a zombie) or not; _Node.watch names the ranks
-    whose processes ended."""
+    parent has reaped it yet (a zombie) or not; nor is a live process under
+    another start time (another process under the pid since, or the pid of
+    another PID namespace).  _Node.watch names the ranks whose processes
+    ended."""
     import types
-    assert pygpu.mpi._alive(os.getpid())
+    me = pygpu.mpi._started(os.getpid())
+    if me is None:
+        pytest.skip("no /proc here: the ranks are not watched")
+    assert pygpu.mpi._alive(os.getpid(), me[1])
+    assert not pygpu.mpi._alive(os.getpid(), me[1] + 1)
     child = subprocess.Popen([sys.executable, "-c", "pass"])
+    start = pygpu.mpi._started(child.pid)[1]
     for _ in range(200):                # (exited, not yet reaped: a zombie)
-        if not pygpu.mpi._alive(child.pid):
+        if not pygpu.mpi._alive(child.pid, start):
             break
         time.sleep(0.05)
-    assert not pygpu.mpi._alive(child.pid)
+    assert pygpu.mpi._started(child.pid) is not None and not pygpu.mpi._alive(child.pid, start)
     child.wait()
-    assert not pygpu.mpi._alive(child.pid)
-    node = types.SimpleNamespace(pids={1: os.getpid(), 3: child.pid})
+    assert not pygpu.mpi._alive(child.pid, start)
+    node = types.SimpleNamespace(pids={1: (os.getpid(), me[1]), 3: (child.pid, start)})
     with pytest.raises(RuntimeError, match=rf"rank 3 of this node \(pid {child.pid}\) ended during a transfer"):
         pygpu.mpi._Node.watch(node)
-    node.pids = {1: os.getpid()}
+    node.pids = {1: (os.getpid(), me[1])}
     pygpu.mpi._Node.watch(node)         # (all alive: nothing)
