@@ -319,7 +319,7 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
     else
         r = cp_plan(&c, dst, src, nd, shape, itemsize);
     /* (Copies down have waited already, where they had to.) */
-    if (r == 0 && !async && !captured && !cross && !c.stopped && !c.waited && !(src.on_device && !dst.on_device))
+    if (r == 0 && c.then_wait && !c.stopped && !c.waited && !(src.on_device && !dst.on_device))
         r = blame(&c, pygpu_rt_stream_synchronize(s), "StreamSynchronize");
     pygpu_trace_done();
     pygpu_bus_bulk_end(bulk);

@@ -1,6 +1,6 @@
 """How the pieces of a device-to-device MPI message should be cut (pygpu.mpi's mailboxes).
 
-    mpirun -np 2 python tools/research/mpi-pieces.py [--rounds R] [SIZE ...]
+    mpirun -np 2 python tools/research/mpi-pieces.py [--rounds R] [--sizes SIZE ...]
 
 Each piece is copied into the sender's mailbox on its own device, then
 pulled over the link by the receiver; each pull costs some microseconds
@@ -20,14 +20,10 @@ memcpy_peer between the two devices in its own process:
   4M+slots      4 MiB first, then whole slots
 """
 import sys
-import time
 
-import numpy as np
-
-import pygpu
 import pygpu.mpi
 
-MiB = 1 << 20
+from mpi_pingpong import MiB, parse, run
 
 
 def first_then_slots(first):
@@ -53,80 +49,28 @@ def grow(n, slot):
     return sizes
 
 
-def median(xs):
-    return sorted(xs)[len(xs) // 2]
-
-
 def main(argv):
     from mpi4py import MPI
-    from pygpu.bench import parse_size
     world = MPI.COMM_WORLD
     if world.size != 2:
         raise SystemExit("mpi-pieces: run it with 2 ranks")
-    rank, other = world.rank, 1 - world.rank
-    rounds = 3
-    if "--rounds" in argv:
-        i = argv.index("--rounds")
-        rounds = int(argv[i + 1])
-        del argv[i:i + 2]
-    sizes = [parse_size(s) for s in argv] or [16 * MiB, 64 * MiB, 256 * MiB]
+    rounds, sizes, _ = parse(argv)
     dev = pygpu.mpi.select_device(world)
     comm = pygpu.mpi.Comm(world, cuda_aware=False)
-    ways = {"as built": pygpu.mpi._schedule, "grow": grow, "2M+slots": first_then_slots(2 * MiB),
+    cuts = {"as built": pygpu.mpi._schedule, "grow": grow, "2M+slots": first_then_slots(2 * MiB),
             "4M+slots": first_then_slots(4 * MiB)}
-    times = {(w, n): [] for w in ways for n in sizes}
-    for _ in range(rounds):
-        for n in sizes:
-            count = n // 8
-            mine = np.random.default_rng([n, rank]).integers(0, 2**62, count, dtype=np.int64)
-            theirs = np.random.default_rng([n, other]).integers(0, 2**62, count, dtype=np.int64)
-            a, b = pygpu.to_gpu(mine), pygpu.empty(count, np.int64)
-            for w, cut in ways.items():
-                pygpu.mpi._schedule = cut
-                b.fill(0)
-                for i in range(10):
-                    world.Barrier()
-                    t0 = time.perf_counter()
-                    if rank == 0:
-                        comm.Send(a, 1)
-                        comm.Recv(b, 1)
-                    else:
-                        comm.Recv(b, 0)
-                        comm.Send(a, 0)
-                    if i >= 2:
-                        times[(w, n)].append(time.perf_counter() - t0)
-                if not np.array_equal(b.get(), theirs):
-                    raise SystemExit(f"mpi-pieces: rank {rank} received wrong data ({w}, {n} bytes)")
-    pygpu.mpi._schedule = ways["as built"]
-    if rank != 0:
-        world.Barrier()
-        return 0
-    peer = {}
-    if pygpu.device_count() > 1:
-        other_dev = 1 if int(dev) == 0 else 0
-        pygpu.enable_peer_access(int(dev), other_dev)
-        for n in sizes:
-            x = pygpu.empty(n, np.uint8)
-            with pygpu.Device(other_dev):
-                y = pygpu.empty(n, np.uint8)
-            t = []
-            for _ in range(12):
-                t0 = time.perf_counter()
-                pygpu.memcpy_peer(y.ptr, x.ptr, n, other_dev, int(dev))
-                t.append(time.perf_counter() - t0)
-            peer[n] = n / median(t[2:]) / 1e9
-    world.Barrier()
-    print(f"Ping-pong of Comm.Send/Recv, 2 ranks ({pygpu.backend}), GB/s both ways over the round trip "
-          f"(ratio to memcpy_peer in one process), {rounds} rounds taking turns, checked bit for bit")
-    print(f"{'size':>9}" + "".join(f"{w:>18}" for w in ways) + f"{'peer copy':>11}")
-    for n in sizes:
-        cells = ""
-        for w in ways:
-            rate = 2 * n / median(times[(w, n)]) / 1e9
-            cells += f"{rate:10.1f}" + (f" ({rate / peer[n]:.2f})" if n in peer else "       ")
-        print(f"{n >> 20:>5} MiB{cells}" + (f"{peer[n]:11.1f}" if n in peer else f"{'-':>11}"))
-        print("          pieces: " + "  ".join(f"{w}={[s >> 20 for s in cut(n, pygpu.mpi._Mailbox.SLOT_BYTES)]}"
-                                           for w, cut in ways.items()))
+
+    def use(cut):
+        def before():
+            pygpu.mpi._schedule = cut
+        return before
+
+    try:
+        run(world, dev, {w: (comm, use(cut)) for w, cut in cuts.items()}, sizes, rounds, "mpi-pieces",
+            notes=lambda n: "          pieces: " + "  ".join(
+                f"{w}={[s >> 20 for s in cut(n, pygpu.mpi._Mailbox.SLOT_BYTES)]}" for w, cut in cuts.items()))
+    finally:
+        pygpu.mpi._schedule = cuts["as built"]
     return 0
 
 
