@@ -65,14 +65,24 @@ def calls():
     src, dst = pygpu.empty(n, np.uint8), pygpu.empty(n, np.uint8)
     stream = pygpu.current_stream()
     ev = pygpu.Event(timing=False)
+    dev = pygpu.get_device()
     cases = {
         "current_stream()": lambda: pygpu.current_stream(),
         "Event(timing=False)": lambda: pygpu.Event(timing=False),
         "memcpy_dtod_async(ipc mailbox, pool)": lambda: pygpu.memcpy_dtod_async(box.ptr + n, src.ptr, n, stream=stream),
         "memcpy_dtod_async(pool, pool)": lambda: pygpu.memcpy_dtod_async(dst.ptr, src.ptr, n, stream=stream),
+        "memcpy_peer_async(ipc mailbox, pool)": lambda: pygpu.memcpy_peer_async(box.ptr + n, src.ptr, n, dev, dev,
+                                                                                stream=stream),
         "event.record(stream)": lambda: ev.record(stream),
         "event.query()": lambda: ev.query(),
     }
+    try:
+        import cupy
+        sp = stream.handle
+        cases["cupy: runtime.memcpyAsync (raw, pool)"] = lambda: cupy.cuda.runtime.memcpyAsync(
+            dst.ptr, src.ptr, n, cupy.cuda.runtime.memcpyDeviceToDevice, sp)
+    except ImportError:
+        pass
     for name, fn in cases.items():
         times = []
         for i in range(200):
