@@ -538,17 +538,23 @@ def _schedule(n, slot):
 
 
 def _first_piece(src, box, sizes):
-    """The events of a push of `src` in pieces of `sizes` through `box` (one
-    a slot it uses, and the one that orders the copies after the work on
-    the current stream that writes `src`), with the first piece queued into
-    the first slot: before the header goes, so that it is copied while the
-    receiver takes the header (docs/performance.md#mpi-first-piece)."""
-    filled = _Events.take(min(box.SLOTS, len(sizes)) + 1)
-    after = filled.pop()
-    box.stream.wait_event(after.record(pygpu.current_stream()))
-    pygpu.memcpy_dtod_async(box.mem.ptr, src.ptr, sizes[0], stream=box.stream)
-    filled[0].record(box.stream)
-    return filled, after
+    """The events of a push of `src` in pieces of `sizes` through `box`, one
+    a slot it uses, with the first piece queued into the first slot: before
+    the header goes, so that it is copied while the receiver takes the
+    header (docs/performance.md#mpi-first-piece).  It goes on the current
+    stream, so that it follows the work there that writes `src`; the next
+    pieces, on the mailbox's stream, are queued once it is done."""
+    filled = _Events.take(min(box.SLOTS, len(sizes)))
+    stream = pygpu.current_stream()
+    pygpu.memcpy_dtod_async(box.mem.ptr, src.ptr, sizes[0], stream=stream)
+    filled[0].record(stream)
+    return filled
+
+
+def _then(steps, req):
+    """`steps`, then a wait for `req`."""
+    yield from steps
+    yield req
 
 
 def _settle(req):
@@ -737,25 +743,22 @@ class _Node:
     # -- sending ------------------------------------------------------------------
 
     def _plan(self, box, n):
-        """A transfer of `n` bytes through `box`: its id, the slots' size, the
-        pieces' sizes (_schedule) and the header."""
+        """A transfer of `n` bytes through `box`: its id and its header."""
         x = next(self.ids) % self.tags
-        header = _HEADER.pack(_MAGIC, self.key, x, n, box.SLOT_BYTES, box.SLOTS, box.handle)
-        return x, box.SLOT_BYTES, _schedule(n, box.SLOT_BYTES), header
+        return x, _HEADER.pack(_MAGIC, self.key, x, n, box.SLOT_BYTES, box.SLOTS, box.handle)
 
-    def _push(self, src, dests, box, x, slot, sizes, answers, first=None):
+    def _push(self, src, dests, box, x, slot, sizes, answers, filled):
         """Steps that move `src` (dense) through `box` (slots of `slot` bytes)
         in pieces of `sizes` to every rank of `dests`, each pulling them
         (_pull); a slot is filled again once every one of them has given it
         back.  A rank that answers instead (_TRUNCATED, _STAGE) drops out:
-        its answer lands in `answers`.  `first`: _first_piece's, made
-        already (else made here).  The second piece's copy is queued only
-        once the first is announced: its call (5-9 us) held the message up."""
+        its answer lands in `answers`.  `filled`: _first_piece's events, the
+        first piece queued.  The second piece's copy is queued only once the
+        first is announced: its call (5-9 us) held the message up."""
         stream = box.stream
         pieces = len(sizes)
         starts = list(itertools.accumulate(sizes, initial=0))
         slots = min(box.SLOTS, pieces)
-        filled, after = first if first is not None else _first_piece(src, box, sizes)
         ready = np.zeros(1, np.int64)
         replies = {d: np.zeros(1, np.int64) for d in dests}
         back = {d: self.priv.Irecv(replies[d], d, 2 * x + _FREED) for d in dests}
@@ -800,12 +803,15 @@ class _Node:
         finally:            # (steps closed early: no receive left writing into `replies`)
             for req in back.values():
                 _settle(req)
+            if announced < queued:      # (copies into the slots still running, on two streams: done
+                for e in filled:        # before another transfer fills the slots)
+                    e.synchronize()
         for d in dests:                         # the drains of those that answered
             while told[d] < slots:
                 if told[d] < queued:
                     filled[told[d] % box.SLOTS].synchronize()
                 tell(d, told[d])
-        _Events.give(filled + [after])
+        _Events.give(filled)
 
     def _staged(self, src, answers, x):
         """Steps that send `src` through host memory to the ranks that asked (_STAGE)."""
@@ -824,28 +830,34 @@ class _Node:
         box = self.mailbox()
         box.lock.acquire()
         held = _Held(box.lock)
+        filled = None
         try:
-            x, slot, sizes, header = self._plan(box, src.nbytes)
-            first = _first_piece(src, box, sizes)
+            slot = box.SLOT_BYTES
+            sizes = _schedule(src.nbytes, slot)
+            filled = _first_piece(src, box, sizes)
+            x, header = self._plan(box, src.nbytes)
             said = announce(header)
         except BaseException:
+            if filled is not None:      # (its copy done before another transfer fills the slot)
+                filled[0].synchronize()
             held.release()
             raise
 
         def steps():
             answers = {}
             try:
-                yield from self._push(src, dests, box, x, slot, sizes, answers, first)
+                yield from self._push(src, dests, box, x, slot, sizes, answers, filled)
             finally:
                 held.release()
             yield from self._staged(src, answers, x)
         return held.of(steps()), said
 
     def send(self, a, dest, tag):
-        """Steps of a send of GPUArray `a` to `dest` through this rank's mailbox."""
+        """Steps of a send of GPUArray `a` to `dest` through this rank's
+        mailbox, its first piece queued and its header sent by this call
+        (before the steps are driven: the receiver's side starts sooner)."""
         steps, sent = self._posting(a, [dest], lambda h: self.comm.Isend([h, _mpi().BYTE], dest, tag))
-        yield from steps
-        yield sent
+        return _then(steps, sent)
 
     def bcast(self, owner, buf, root):
         """Steps of a Bcast between ranks that all share this node: the root's
@@ -962,6 +974,7 @@ class _Node:
         transfer from a mailbox; any other message is received as it is."""
         MPI = _mpi()
         probed = MPI.Status()
+        land = _Landing(buf)        # (made while no header has come: it follows one at once)
         while True:
             msg = self.comm.Improbe(source, tag, probed)
             if msg is not None:
@@ -981,23 +994,20 @@ class _Node:
             return None
         if status is not None:
             status.Set_elements(MPI.BYTE, fields[3])
-        yield from self._pull(owner, fields, probed.Get_source(), buf)
+        yield from self._pull(owner, fields, probed.Get_source(), buf, land)
         return None
 
-    def _pull(self, owner, fields, peer, buf):
+    def _pull(self, owner, fields, peer, buf, land=None):
         """Steps of the receiving side of a transfer (its header's `fields`)
-        from `peer`'s mailbox into `buf`, giving each slot back once read."""
+        from `peer`'s mailbox into `buf` (`land`: its _Landing, if made
+        already), giving each slot back once read."""
         MPI = _mpi()
         _, _, x, n, slot, slots, handle = fields
         sizes = _schedule(n, slot)
         pieces, starts = len(sizes), list(itertools.accumulate(sizes, initial=0))
-        a = _split(buf)[0]
-        gpu = isinstance(a, pygpu.GPUArray)
-        capacity = a.nbytes if gpu else memoryview(_split_host(buf)).nbytes
+        a, gpu, capacity, stream, reply, ready = land or _Landing(buf)
         box = self.opened(handle)
         answer = _TRUNCATED if n > capacity else (_STAGE if box is None else None)
-        reply = np.zeros(1, np.int64)
-        ready = np.zeros(1, np.int64)
         if answer is not None:
             reply[0] = answer
             self.priv.Send(reply, peer, 2 * x + _FREED)
@@ -1012,7 +1022,6 @@ class _Node:
             return None
         dest = a if gpu and _contiguous(a) else (a.copy() if gpu else None)
         host = None if gpu else np.frombuffer(_split_host(buf), np.uint8)
-        stream = pygpu.current_stream()
         done = _Events.take(min(slots, pieces))
         queued = collections.deque()    # pieces copied out or being copied, their slots not yet given back
         k = 0
@@ -1044,6 +1053,19 @@ class _Node:
         if dest is not None and dest is not a:
             a[...] = dest
         return None
+
+
+class _Landing(tuple):
+    """What a receive into `buf` needs before its header is read: (the
+    array, whether it is a GPUArray, its capacity in bytes, the current
+    stream, and the 8-byte buffers of the slots' messages out and in)."""
+
+    def __new__(cls, buf):
+        a = _split(buf)[0]
+        gpu = isinstance(a, pygpu.GPUArray)
+        capacity = a.nbytes if gpu else memoryview(_split_host(buf)).nbytes
+        return super().__new__(cls, (a, gpu, capacity, pygpu.current_stream(),
+                                     np.zeros(1, np.int64), np.zeros(1, np.int64)))
 
 
 def _nbytes(buf):

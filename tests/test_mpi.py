@@ -196,9 +196,11 @@ def test_a_push_to_several_ranks_yields_once_one_of_them_is_done():
 
     piece, pieces = 1 << 12, 3
     src = pygpu.to_gpu(np.arange(piece * pieces, dtype=np.uint8))
-    box = types.SimpleNamespace(SLOTS=4, mem=pygpu.empty(4 * piece, np.uint8), stream=pygpu.Stream())
+    box = types.SimpleNamespace(SLOTS=4, SLOT_BYTES=piece, mem=pygpu.empty(4 * piece, np.uint8),
+                                stream=pygpu.Stream())
     node = types.SimpleNamespace(priv=Comm())
-    steps = pygpu.mpi._Node._push(node, src, [1, 2], box, 0, piece, [piece] * pieces, {})
+    filled = pygpu.mpi._first_piece(src, box, [piece] * pieces)
+    steps = pygpu.mpi._Node._push(node, src, [1, 2], box, 0, piece, [piece] * pieces, {}, filled)
     waited = sum(next(steps) is None for _ in range(50))
     assert waited >= 40                 # (it yields each pass that moved nothing)
     pending = [r for r in made if not r.done]
