@@ -974,7 +974,11 @@ class _Node:
         transfer from a mailbox; any other message is received as it is."""
         MPI = _mpi()
         probed = MPI.Status()
-        land = _Landing(buf)        # (made while no header has come: it follows one at once)
+        try:                        # (made while no header has come: it follows one at once)
+            land = _Landing(buf)
+        except (TypeError, ValueError, BufferError):
+            land = None             # (one MPI takes but a memoryview does not, as [None, 0, type]: a
+                                    # plain message goes there as before, a transfer fails in _pull as before)
         while True:
             msg = self.comm.Improbe(source, tag, probed)
             if msg is not None:

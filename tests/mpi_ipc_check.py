@@ -120,6 +120,11 @@ expect = plain.copy()
 expect[-1] = prv
 assert np.array_equal(into.get(), expect)
 
+# an empty message into no buffer (mpi4py's [None, 0, type]): not one a memoryview can take
+comm.Sendrecv([None, 0, MPI.BYTE], dest=nxt, sendtag=4, recvbuf=[None, 0, MPI.BYTE], source=prv, recvtag=4)
+comm.Send([None, 0, MPI.BYTE], dest=nxt, tag=4)
+comm.Recv([None, 0, MPI.BYTE], source=prv, tag=4)
+
 # a receive buffer too small: the receiver raises, the sender returns, the next message is right
 n = counts[3]
 small = pygpu.zeros(n // 2)
