@@ -9,7 +9,11 @@ Rows, 1 MiB to 1 GiB:
 - ``device to device``: ``pygpu.mpi.Comm`` with an MPI that is not
   CUDA-aware, through the mailboxes of device memory (``Comm.Send``/``Recv``);
 - ``staged``: the same ``Comm`` with ``ipc=False`` (through pinned host
-  memory, as across nodes);
+  memory, one message, as MPI is given a buffer);
+- ``in chunks``: staged as between ranks of different nodes (a ``Comm``
+  that takes the other rank as one of another node): a header, then the
+  bytes in chunks of ``Comm.chunk_bytes``, each copied down (up) while the
+  ones before cross;
 - ``CuPy, staged by hand``: mpi4py with CuPy arrays copied down and up
   around MPI (``cupy.asnumpy`` / ``cupy.asarray``), what a CuPy user does
   without a CUDA-aware MPI (where CuPy is installed);
@@ -52,6 +56,7 @@ def main(argv=None):
     dev = pygpu.mpi.select_device(world)
     ipc = pygpu.mpi.Comm(world, cuda_aware=False)
     staged = pygpu.mpi.Comm(world, cuda_aware=False, ipc=False)
+    far = pygpu.mpi._across_nodes(pygpu.mpi.Comm(world.Dup(), cuda_aware=False))
     try:
         import cupy
         cupy.cuda.Device(int(dev)).use()
@@ -84,7 +89,7 @@ def main(argv=None):
         a = pygpu.to_gpu(mine)
         b = pygpu.empty(count, np.int64)
         row = {"bytes": n}
-        for name, comm in (("ipc", ipc), ("staged", staged)):
+        for name, comm in (("ipc", ipc), ("staged", staged), ("chunks", far)):
             b.fill(0)
             t = pingpong(lambda d: comm.Send(a, d), lambda s: comm.Recv(b, s), n)
             if not np.array_equal(b.get(), theirs):
@@ -129,6 +134,7 @@ def main(argv=None):
         table.append(row)
         del a, b, both
 
+    far.comm.Free()
     if rank != 0:
         world.Barrier()
         return 0
@@ -165,6 +171,7 @@ def main(argv=None):
           f"{peer if peer is not None else int(dev)}); GB/s both ways over the round trip, "
           f"every result checked bit for bit")
     head = f"{'size':>9} {'device to device':>17} {'/ peer':>7} {'staged':>8} {'/ pinned':>9} {'/ MPI host':>11}"
+    head += f" {'in chunks':>10} {'/ MPI host':>11}"
     head += f" {'CuPy staged':>12}" if cupy is not None else ""
     head += f" {'MPI host':>9} {'peer copy':>10} {'pinned down':>12} {'pinned up':>10}"
     print(head)
@@ -175,6 +182,7 @@ def main(argv=None):
         line = f"{size:>9} {row['ipc']:17.1f} "
         line += f"{row['ipc'] / row['peer']:7.2f}" if row["peer"] else f"{'-':>7}"
         line += f" {row['staged']:8.1f} {row['staged'] / slower:9.2f} {row['staged'] / row['host']:11.2f}"
+        line += f" {row['chunks']:10.1f} {row['chunks'] / row['host']:11.2f}"
         line += f" {row['cupy']:12.1f}" if cupy is not None else ""
         line += f" {row['host']:9.1f}"
         line += f" {row['peer']:10.1f}" if row["peer"] else f" {'-':>10}"

@@ -18,7 +18,7 @@ One process per GPU, as PyCUDA's MPI tutorial runs them::
 ``[array, count, MPI.FLOAT]``) as mpi4py does; everything else (``rank``,
 ``size``, ``Barrier``, ``bcast``...) is the wrapped communicator's.
 
-Three ways a GPUArray reaches MPI:
+Four ways a GPUArray reaches MPI:
 
 * **direct**, when the MPI library is CUDA-aware (or ROCm-aware for HIP):
   the array goes to mpi4py as it is, through ``__cuda_array_interface__``
@@ -64,6 +64,14 @@ Three ways a GPUArray reaches MPI:
   sends its parts in turn).  The reductions (``Reduce``, ``Allreduce``:
   PyGPU has no kernels for them), an ``Alltoall`` ``IN_PLACE``, and ranks
   on other nodes, are staged.
+* **in chunks** to ranks of other nodes, in the same mode: ``Send``,
+  ``Ssend``, ``Recv`` and ``Sendrecv`` of a GPUArray of
+  ``Comm.chunk_min_bytes`` (8 MiB) or more send a header where the data
+  would go, then the bytes in chunks of ``Comm.chunk_bytes`` (4 MiB) on the
+  duplicate: each chunk is copied down into page-locked memory while the
+  ones before cross the network, and copied up on the receiving side while
+  the next ones arrive (into host memory, straight).  Both ends use
+  ``Comm``, as between ranks of one node.
 
 ``cuda_aware()`` says which holds: ``PYGPU_MPI_CUDA_AWARE=1`` or ``0`` decides;
 else the MPI library is asked (``MPIX_Query_cuda_support``, which Open MPI
@@ -304,6 +312,11 @@ class Comm:
 
     #: GPUArrays of at least this many bytes go device to device to ranks of this node
     ipc_min_bytes = 256 << 10
+    #: GPUArrays sent to ranks of other nodes, of at least ``chunk_min_bytes``, go
+    #: staged in chunks of ``chunk_bytes``: each copied down while the one before
+    #: crosses the network
+    chunk_bytes = 4 << 20
+    chunk_min_bytes = 8 << 20
 
     def __init__(self, comm, cuda_aware=None, ipc=None):
         if isinstance(comm, Comm):
@@ -337,31 +350,37 @@ class Comm:
         return sendbuf is _mpi().IN_PLACE
 
     # point to point
-    def _by_ipc(self, buf, dest):
-        """The GPUArray of `buf` if it goes to `dest` device to device, else None."""
+    def _sending(self, buf, dest, tag, sync=False):
+        """The steps of a send of `buf` to `dest` where a GPUArray goes device
+        to device (a rank of this node) or in chunks (a rank of another
+        node); None where it goes as before.  `sync`: the send completes
+        only once the receive has begun (Ssend)."""
         a = _split(buf)[0]
-        if (self._ipc is not None and dest in self._ipc.local and isinstance(a, pygpu.GPUArray)
-                and a.nbytes >= self.ipc_min_bytes):
-            return a
+        if self._ipc is None or not isinstance(a, pygpu.GPUArray):
+            return None
+        if dest in self._ipc.local:     # (it returns once the receiver has the data: synchronous already)
+            return self._ipc.send(a, dest, tag) if a.nbytes >= self.ipc_min_bytes else None
+        if 0 <= dest != self.comm.Get_rank() and a.nbytes >= max(self.chunk_min_bytes, 1):
+            return self._ipc.send_chunks(a, dest, tag, max(self.chunk_bytes, 1), sync)
         return None
 
     def Send(self, buf, dest, tag=0):
-        a = self._by_ipc(buf, dest)
-        if a is not None:
-            return _drive(self._ipc.send(a, dest, tag), watch=self._ipc.watch)
+        steps = self._sending(buf, dest, tag)
+        if steps is not None:
+            return _drive(steps, watch=self._ipc.watch)
         return self._run(lambda s: self.comm.Send(s, dest, tag), sends=[buf])
 
     def Ssend(self, buf, dest, tag=0):
-        a = self._by_ipc(buf, dest)
-        if a is not None:       # (it returns once the receiver has the data: synchronous already)
-            return _drive(self._ipc.send(a, dest, tag), watch=self._ipc.watch)
+        steps = self._sending(buf, dest, tag, sync=True)
+        if steps is not None:
+            return _drive(steps, watch=self._ipc.watch)
         return self._run(lambda s: self.comm.Ssend(s, dest, tag), sends=[buf])
 
     def Recv(self, buf, source=None, tag=None, status=None):
         MPI = _mpi()
         source = MPI.ANY_SOURCE if source is None else source
         tag = MPI.ANY_TAG if tag is None else tag
-        if self._ipc is not None and self._ipc.local:
+        if self._ipc is not None:       # (a header may come from this node or from another)
             return _drive(self._ipc.recv(self, buf, source, tag, status), watch=self._ipc.watch)
         return self._run(lambda r: self.comm.Recv(r, source, tag, status), recvs=[buf])
 
@@ -369,9 +388,10 @@ class Comm:
         MPI = _mpi()
         source = MPI.ANY_SOURCE if source is None else source
         recvtag = MPI.ANY_TAG if recvtag is None else recvtag
-        if self._ipc is not None and self._ipc.local:
-            a = self._by_ipc(sendbuf, dest)
-            sending = self._ipc.send(a, dest, sendtag) if a is not None else self._plain_send(sendbuf, dest, sendtag)
+        if self._ipc is not None:
+            sending = self._sending(sendbuf, dest, sendtag)
+            if sending is None:
+                sending = self._plain_send(sendbuf, dest, sendtag)
             return _drive(sending, self._ipc.recv(self, recvbuf, source, recvtag, status), watch=self._ipc.watch)
         return self._run(lambda s, r: self.comm.Sendrecv(s, dest, sendtag, r, source, recvtag, status),
                          sends=[sendbuf], recvs=[recvbuf])
@@ -456,6 +476,8 @@ _MAGIC = b"pygpu-mpi-ipc\x00\x02\x00"
 _HEADER = struct.Struct("<16sQQQQQ64s")     # magic, node key, transfer, bytes, slot bytes, slots, handle
 _READY, _FREED = 0, 1                       # the two kinds of message of a transfer
 _TRUNCATED, _STAGE = -1, -2                 # what a receiver answers instead of a free slot
+_NO_BOX = bytes(64)                         # the handle of a header whose bytes come in chunks, staged
+_CHUNK_SLOTS = 4                            # page-locked chunks a side has in flight
 
 
 def _node_name():
@@ -557,6 +579,19 @@ def _then(steps, req):
     yield req
 
 
+def _release(reqs, events, copying, raw):
+    """What chunked steps hold, given back when they end however they end:
+    MPI's requests settled, the copies in `events` waited for where any is
+    still `copying`, the page-locked buffers `raw` and the events kept."""
+    for r in reqs:
+        _settle(r)
+    if copying:
+        for e in events:
+            e.synchronize()
+    _Scratch.give(raw)
+    _Events.give(events)
+
+
 def _settle(req):
     """A receive still pending when its steps end early (closed because
     the steps beside them raised): cancelled, or completed if its message
@@ -574,17 +609,25 @@ def _drive(*steps, watch=None):
     """Run generators of MPI requests to the end, together: each yields a
     request to wait for, or None to be asked again (polling).  The last
     one's return value.  If one raises, all are closed (so that what they
-    hold goes back) and the error propagates.  `watch`, called every
+    hold goes back) and the error propagates.  One that returns an
+    exception instead (an error met after doing its part, as a receive
+    that drained a message too big for its buffer: MPI's truncation) has
+    it raised once all have ended, so that the others do theirs (a
+    Sendrecv's send still reaches its receiver).  `watch`, called every
     _WATCH_S seconds or so while they wait, may raise to end them (a rank
     of this node that died: _Node.watch)."""
     try:
-        return _drive_all(steps, watch)
+        results = _drive_all(steps, watch)
     except BaseException:
         for s in steps:
             close = getattr(s, "close", None)
             if close is not None:
                 close()
         raise
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+    return results[-1]
 
 
 def _drive_all(steps, watch=None):
@@ -627,7 +670,7 @@ def _drive_all(steps, watch=None):
         for i, req in list(live.items()):
             if req is None or req.Test():
                 advance(i)
-    return results[-1]
+    return results
 
 
 def _started(pid):
@@ -859,6 +902,116 @@ class _Node:
         steps, sent = self._posting(a, [dest], lambda h: self.comm.Isend([h, _mpi().BYTE], dest, tag))
         return _then(steps, sent)
 
+    def send_chunks(self, a, dest, tag, chunk, sync=False):
+        """Steps of a send of GPUArray `a` to `dest`, a rank of another node:
+        a header where the data would go (MPI's matching is the header's),
+        then the bytes in chunks of `chunk` on the duplicate, each copied
+        down into page-locked memory while the ones before cross the
+        network.  `sync`: the header goes synchronously (Ssend)."""
+        MPI = _mpi()
+        src = a if _contiguous(a) else a.copy()
+        n = src.nbytes
+        slots = min(_CHUNK_SLOTS, -(-n // chunk))
+        x = next(self.ids) % self.tags
+        header = _HEADER.pack(_MAGIC, self.key, x, n, chunk, slots, _NO_BOX)
+        sent = (self.comm.Issend if sync else self.comm.Isend)([header, MPI.BYTE], dest, tag)
+        return _then(self._chunks_out(src, dest, x, chunk, slots), sent)
+
+    def _chunks_out(self, src, dest, x, chunk, slots):
+        """Steps that copy `src` down chunk by chunk into `slots` page-locked
+        buffers and send each (transfer `x`) once it is down, a buffer
+        filled again once its send is done."""
+        MPI = _mpi()
+        n = src.nbytes
+        pieces = -(-n // chunk)
+        host, raw = _Scratch.take((slots, chunk), np.uint8)
+        events = _Events.take(slots)
+        stream = pygpu.current_stream()         # (after the work there that writes `src`)
+        sends = collections.deque()             # sends under way, in order
+        queued = posted = done = 0              # chunks copied down (or being), sent, sent and done
+        try:
+            while done < pieces:
+                moved = False
+                while sends and sends[0].Test():
+                    sends.popleft()
+                    done += 1
+                    moved = True
+                while queued < min(pieces, done + slots):
+                    at = queued * chunk
+                    pygpu.memcpy_dtoh_async(host[queued % slots, :min(chunk, n - at)], src.ptr + at, stream=stream)
+                    events[queued % slots].record(stream)
+                    queued += 1
+                    moved = True
+                if posted < queued and events[posted % slots].query():
+                    at = posted * chunk
+                    sends.append(self.priv.Isend([host[posted % slots, :min(chunk, n - at)], MPI.BYTE],
+                                                 dest, 2 * x + _READY))
+                    posted += 1
+                    moved = True
+                if not moved:       # (nothing to do but wait for the oldest send: let the driver block on it)
+                    yield sends[0] if posted == queued and sends else None
+        finally:
+            _release(sends, events, queued > posted, raw)
+
+    def _land(self, owner, fields, peer, buf, land=None):
+        """Steps of the receiving side of a transfer in chunks (its header's
+        `fields`) from `peer`: into host memory straight, into a GPUArray
+        through page-locked buffers, each chunk copied up while the next
+        ones arrive."""
+        MPI = _mpi()
+        _, _, x, n, chunk, slots, _ = fields
+        pieces = -(-n // chunk)
+        a, gpu, capacity, stream, _, _ = land or _Landing(buf)
+        tag = 2 * x + _READY
+        if n > capacity or not gpu:
+            if n > capacity:        # (each chunk drained, then MPI's error)
+                into, raw = _Scratch.take((chunk,), np.uint8)
+                try:
+                    for k in range(pieces):
+                        yield self.priv.Irecv([into, min(chunk, n - k * chunk), MPI.BYTE], peer, tag)
+                finally:
+                    _Scratch.give(raw)
+                return MPI.Exception(MPI.ERR_TRUNCATE)     # (raised by _drive once the rest are done)
+            into = np.frombuffer(_split_host(buf), np.uint8)
+            recvs = [self.priv.Irecv([into[at:at + chunk], MPI.BYTE], peer, tag) for at in range(0, n, chunk)]
+            try:
+                for r in recvs:
+                    yield r
+            finally:
+                for r in recvs:
+                    _settle(r)
+            return None
+        dest = a if _contiguous(a) else a.copy()
+        host, raw = _Scratch.take((slots, chunk), np.uint8)
+        events = _Events.take(slots)
+        recvs = collections.deque()             # receives posted, in order
+        posted = copied = freed = 0             # chunks asked for, copied up (or being), copied up and done
+        try:
+            while copied < pieces:
+                moved = False
+                while freed < copied and events[freed % slots].query():
+                    freed += 1
+                    moved = True
+                while posted < min(pieces, freed + slots):
+                    at = posted * chunk
+                    recvs.append(self.priv.Irecv([host[posted % slots, :min(chunk, n - at)], MPI.BYTE], peer, tag))
+                    posted += 1
+                    moved = True
+                if recvs and recvs[0].Test():
+                    recvs.popleft()
+                    at = copied * chunk
+                    pygpu.memcpy_htod_async(dest.ptr + at, host[copied % slots, :min(chunk, n - at)], stream=stream)
+                    events[copied % slots].record(stream)
+                    copied += 1
+                    moved = True
+                if not moved:       # (every buffer asked for: wait for the oldest)
+                    yield recvs[0] if posted == min(pieces, freed + slots) and recvs else None
+        finally:
+            _release(recvs, events, copied > freed, raw)
+        if dest is not a:
+            a[...] = dest
+        return None
+
     def bcast(self, owner, buf, root):
         """Steps of a Bcast between ranks that all share this node: the root's
         header goes to all (MPI's Bcast), then each pulls the pieces from the
@@ -878,8 +1031,7 @@ class _Node:
             if self.rank == root:
                 return owner._run(lambda s: self.comm.Bcast(s, root), sends=[buf])
             return owner._run(lambda r: self.comm.Bcast(r, root), recvs=[buf])
-        yield from self._pull(owner, fields, root, buf)
-        return None
+        return (yield from self._pull(owner, fields, root, buf))
 
     # -- collectives that move data only: every rank's buffers GPUArrays ----------
 
@@ -963,7 +1115,7 @@ class _Node:
         def from_(s):
             raw = bytearray(_HEADER.size)
             yield self.priv.Irecv([raw, _mpi().BYTE], s, self.coll_tag)
-            yield from self._pull(owner, _HEADER.unpack(raw), s, out[s * n:(s + 1) * n])
+            return (yield from self._pull(owner, _HEADER.unpack(raw), s, out[s * n:(s + 1) * n]))
 
         return [turns()] + [from_(s) for s in range(size) if s != me]
 
@@ -998,8 +1150,9 @@ class _Node:
             return None
         if status is not None:
             status.Set_elements(MPI.BYTE, fields[3])
-        yield from self._pull(owner, fields, probed.Get_source(), buf, land)
-        return None
+        if fields[6] == _NO_BOX:
+            return (yield from self._land(owner, fields, probed.Get_source(), buf, land))
+        return (yield from self._pull(owner, fields, probed.Get_source(), buf, land))
 
     def _pull(self, owner, fields, peer, buf, land=None):
         """Steps of the receiving side of a transfer (its header's `fields`)
@@ -1018,7 +1171,7 @@ class _Node:
             for _ in range(min(slots, pieces)):         # the pieces it sent before it knew
                 yield self.priv.Irecv(ready, peer, 2 * x + _READY)
             if answer == _TRUNCATED:
-                raise MPI.Exception(MPI.ERR_TRUNCATE)
+                return MPI.Exception(MPI.ERR_TRUNCATE)     # (raised by _drive once the rest are done)
             b = _Buffers(owner.cuda_aware)
             target = _split_host(b.recv(buf))
             yield self.priv.Irecv([target, n, MPI.BYTE], peer, 2 * x + _READY)
@@ -1070,6 +1223,16 @@ class _Landing(tuple):
         capacity = a.nbytes if gpu else memoryview(_split_host(buf)).nbytes
         return super().__new__(cls, (a, gpu, capacity, pygpu.current_stream(),
                                      np.zeros(1, np.int64), np.zeros(1, np.int64)))
+
+
+def _across_nodes(comm):
+    """`comm` (a Comm) as if every other rank were on another node: its
+    GPUArrays go to them staged, in chunks.  For the benchmarks and tests,
+    which have one node; give it a communicator of its own (comm.Dup()):
+    what a communicator's ranks know of each other is kept with it."""
+    if comm._ipc is not None:
+        comm._ipc.local, comm._ipc.pids = set(), {}
+    return comm
 
 
 def _nbytes(buf):

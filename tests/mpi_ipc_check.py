@@ -50,19 +50,26 @@ SLOTS = pygpu.mpi._Mailbox.SLOTS
 # the bytes, more pieces than slots, and far more
 counts = [1000, MIN // 8, MIN // 8 + 1, (3 * PIECE) // 8 + 5, ((SLOTS + 2) * PIECE) // 8 + 3]
 
-# Send / Recv around the ring (the even ranks send first, so that nothing waits on itself)
-for n in counts:
-    a = pygpu.to_gpu(data(n, rank))
+
+def ring(c, n, tag, salt=0, ssend=False):
+    """Send / Recv of `n` float64 around the ring through Comm `c` (the even
+    ranks send first, so that nothing waits on itself; the odd ones with
+    Ssend if asked), checked against NumPy with the status."""
+    a = pygpu.to_gpu(data(n, rank, salt=salt))
     b = pygpu.zeros(n, np.float64)
     st = MPI.Status()
     if rank % 2 == 0:
-        comm.Send(a, dest=nxt, tag=7)
-        comm.Recv(b, source=prv, tag=7, status=st)
+        c.Send(a, dest=nxt, tag=tag)
+        c.Recv(b, source=prv, tag=tag, status=st)
     else:
-        comm.Recv(b, source=prv, tag=7, status=st)
-        comm.Send(a, dest=nxt, tag=7)
-    assert np.array_equal(b.get(), data(n, prv)), ("Send/Recv", n)
-    assert st.Get_source() == prv and st.Get_tag() == 7 and st.Get_count(MPI.DOUBLE) == n, ("status", n)
+        c.Recv(b, source=prv, tag=tag, status=st)
+        (c.Ssend if ssend else c.Send)(a, dest=nxt, tag=tag)
+    assert np.array_equal(b.get(), data(n, prv, salt=salt)), ("Send/Recv", n, tag)
+    assert st.Get_source() == prv and st.Get_tag() == tag and st.Get_count(MPI.DOUBLE) == n, ("status", n, tag)
+
+
+for n in counts:
+    ring(comm, n, 7)
 
 # the sender's mailbox was mapped here, not staged around
 opened = list(pygpu.mpi._Node._opened.values())
@@ -125,18 +132,28 @@ comm.Sendrecv([None, 0, MPI.BYTE], dest=nxt, sendtag=4, recvbuf=[None, 0, MPI.BY
 comm.Send([None, 0, MPI.BYTE], dest=nxt, tag=4)
 comm.Recv([None, 0, MPI.BYTE], source=prv, tag=4)
 
-# a receive buffer too small: the receiver raises, the sender returns, the next message is right
-n = counts[3]
-small = pygpu.zeros(n // 2)
-try:
-    comm.Sendrecv(pygpu.to_gpu(data(n, rank)), dest=nxt, recvbuf=small, source=prv)
-except MPI.Exception as e:
-    assert e.Get_error_class() == MPI.ERR_TRUNCATE, e
-else:
-    raise AssertionError("a receive buffer too small was not refused")
-b = pygpu.zeros(n)
-comm.Sendrecv(pygpu.to_gpu(data(n, rank, salt=5)), dest=nxt, recvbuf=b, source=prv)
-assert np.array_equal(b.get(), data(n, prv, salt=5))
+
+def too_small(c, n, salt):
+    """A receive buffer too small, on every rank and then on rank 0 alone, in
+    a Sendrecv around the ring: that receiver raises MPI's truncation, its
+    send still reaches the next rank, the others receive whole, and the
+    next message is right."""
+    for everyone in (True, False):
+        short = everyone or rank == 0
+        b = pygpu.zeros(n // 2 if short else n)
+        try:
+            c.Sendrecv(pygpu.to_gpu(data(n, rank, salt=salt)), dest=nxt, recvbuf=b, source=prv)
+        except MPI.Exception as e:
+            assert short and e.Get_error_class() == MPI.ERR_TRUNCATE, e
+        else:
+            assert not short, "a receive buffer too small was not refused"
+            assert np.array_equal(b.get(), data(n, prv, salt=salt)), "beside a truncated receive"
+    b = pygpu.zeros(n)
+    c.Sendrecv(pygpu.to_gpu(data(n, rank, salt=salt + 1)), dest=nxt, recvbuf=b, source=prv)
+    assert np.array_equal(b.get(), data(n, prv, salt=salt + 1))
+
+
+too_small(comm, counts[3], 5)
 
 # a receiver that cannot map the sender's mailbox has the data staged
 opened = pygpu.mpi._Node.opened
@@ -244,6 +261,36 @@ for color in (0, rank % 2):
                    source=(sub.rank - 1) % sub.size)
         assert np.array_equal(b.get(), data(n, (sub.rank - 1) % sub.size, salt=9)), ("sub", color)
     sub.Free()
+
+# ranks as if on other nodes: GPUArrays go staged, in chunks (small ones here, so that a
+# transfer has many: fewer than the page-locked buffers, as many, and more, and a last
+# one short), each copied down or up while the ones before cross; every way a receive
+# can land, checked against NumPy
+far = pygpu.mpi._across_nodes(pygpu.mpi.Comm(world.Dup(), cuda_aware=aware))
+assert far._ipc is not None and not far._ipc.local
+far.chunk_bytes, far.chunk_min_bytes = 64 << 10, 128 << 10
+landed, land = [0], pygpu.mpi._Node._land
+pygpu.mpi._Node._land = lambda self, *a: (landed.__setitem__(0, landed[0] + 1), (yield from land(self, *a)))[1]
+try:
+    for n in (1000, (128 << 10) // 8, (3 * (64 << 10)) // 8 + 5, (11 * (64 << 10)) // 8, (64 << 17) // 8 + 3):
+        before = landed[0]
+        ring(far, n, 8, salt=40, ssend=True)
+        assert landed[0] - before == (n * 8 >= far.chunk_min_bytes), ("far path", n)
+    # strided views both ways, into host memory, and ANY_SOURCE
+    n = (5 * (64 << 10)) // 8 + 7
+    a = pygpu.to_gpu(data(2 * n, rank, salt=41))
+    c = pygpu.zeros(4 * n)
+    far.Sendrecv(a[::2], dest=nxt, sendtag=5, recvbuf=c[::4], source=prv, recvtag=5)
+    assert np.array_equal(c.get()[::4], data(2 * n, prv, salt=41)[::2]) and not c.get()[1::4].any()
+    host = np.zeros(n)
+    far.Sendrecv(a[:n], dest=nxt, sendtag=6, recvbuf=host, source=MPI.ANY_SOURCE, recvtag=6)
+    assert np.array_equal(host, data(2 * n, prv, salt=41)[:n])
+    before = landed[0]
+    too_small(far, n, 42)
+    assert landed[0] - before == 3, "far: not in chunks"
+finally:
+    pygpu.mpi._Node._land = land
+far.comm.Free()
 
 comm.Barrier()
 if rank == 0:
