@@ -360,8 +360,9 @@ IPC_CHECK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mpi_ipc_ch
 
 @pytest.mark.parametrize("ranks", [2, 3])
 def test_device_to_device_between_ranks(ranks):
-    """Every way Comm sends and receives, through the mailboxes, checked bit
-    for bit (tests/mpi_ipc_check.py); 3 ranks share 2 devices."""
+    """Every way Comm sends and receives, through the mailboxes and (the
+    ranks taken as of other nodes) in chunks, checked bit for bit
+    (tests/mpi_ipc_check.py); 3 ranks share 2 devices."""
     env = {"PYGPU_BACKEND": pygpu.backend}
     if pygpu.backend == "host":
         env["PYGPU_HOST_DEVICES"] = 2
