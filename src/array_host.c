@@ -307,8 +307,12 @@ int pygpu_array_assign(PyGPUArray *a, PyObject *value, PyObject *stream, int asy
     PyArrayObject *h = pygpu_host_value(value, a->descr);
     if (!h)
         goto done;
-    if (PyArray_SIZE(h) == 1 && PyArray_NDIM(h) <= a->nd) {
-        /* One value for every element: a fill, no host copy of the view. */
+    /* One value for every element: a fill, no host copy of the view.  But
+     * not an array's one element under a capture: the graph would keep the
+     * value of the capture's time, where a copy (of page-locked memory)
+     * reads it at each replay; pygpu_copy joins that or refuses it. */
+    if (PyArray_SIZE(h) == 1 && PyArray_NDIM(h) <= a->nd &&
+        !(PyArray_Check(value) && pygpu_stream_capturing(s) != PYGPU_CAPTURE_NONE)) {
         r = pygpu_fill(st, pygpu_device_side(a), a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), PyArray_BYTES(h), s);
     } else if (broadcast_to(a, PyArray_NDIM(h), PyArray_SHAPE(h), PyArray_STRIDES(h), strides) == 0) {
         pygpu_side src = {PyArray_BYTES(h), strides, 0, -1, (PyObject *)h};

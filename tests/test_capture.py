@@ -193,6 +193,26 @@ def test_capture_begun_by_cupy_on_its_own_stream(cp, rng):
     np.testing.assert_array_equal(host_out, data)
 
 
+def test_a_captured_upload_reads_the_host_when_replayed(cp):
+    """Under a capture (begun by CuPy on a stream handed over), an 8-byte
+    set_async from page-locked memory joins the graph as a copy, not as
+    the bytes of the capture's time: each replay reads the host anew."""
+    cs = cp.cuda.Stream(non_blocking=True)
+    host = pygpu.pagelocked_zeros(1, np.float64)
+    g = pygpu.zeros(1, np.float64)
+    pygpu.synchronize()
+    cs.begin_capture(mode=GLOBAL)
+    try:
+        g.set_async(host, stream=cs.ptr)
+    finally:
+        graph = cs.end_capture()
+    for value in (2.5, -7.0):
+        host[0] = value
+        graph.launch(cs)
+        cs.synchronize()
+        assert g.get()[0] == value
+
+
 def test_the_legacy_stream_is_refused_under_a_global_capture(cp):
     """A blocking stream captured in global mode: the legacy stream waits for
     it, so PyGPU work there (the current stream by default) is refused, and
