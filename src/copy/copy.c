@@ -310,6 +310,7 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
     if (!async && !cross && !captured && dst.on_device != src.on_device && nbytes >= PYGPU_DMA_PIECES_FROM)
         bulk = pygpu_bus_bulk_begin(dst.on_device ? PYGPU_COPY_H2D : PYGPU_COPY_D2H);
     c.then_wait = !async && !captured && !cross;
+    c.may_launch = c.then_wait && dst.on_device && !src.on_device && dst.device >= 0;
     pygpu_mark(4);
     c.ts = PyEval_SaveThread();
     if (cross)      /* done when it returns: the source may be freed at once */
@@ -318,8 +319,9 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
         r = cp_registered(&c, dst, src, nd, shape, itemsize, reg);
     else
         r = cp_plan(&c, dst, src, nd, shape, itemsize);
-    /* (Copies down have waited already, where they had to.) */
-    if (r == 0 && c.then_wait && !c.stopped && !c.waited && !(src.on_device && !dst.on_device))
+    /* (Copies down have waited already, where they had to; a few bytes
+     * that went up with a launch have nothing to wait for.) */
+    if (r == 0 && c.then_wait && !c.stopped && !c.waited && !c.launched && !(src.on_device && !dst.on_device))
         r = blame(&c, pygpu_rt_stream_synchronize(s), "StreamSynchronize");
     pygpu_trace_done();
     pygpu_bus_bulk_end(bulk);

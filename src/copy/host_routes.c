@@ -9,6 +9,7 @@
  */
 #include "host_routes.h"
 #include "device_routes.h"
+#include "devcopy.h"
 #include "toolbox.h"
 #include "../shape.h"
 #include "../transfer/background.h"
@@ -299,6 +300,7 @@ static pygpu_status scatter_up(ctx *c, const pygpu_pair *p, char *dst, const cha
  * to the next that fits. */
 enum route {
     ROUTE_NONE,
+    ROUTE_LAUNCH,           /* up: a few bytes, waited for: in a kernel's arguments (launch_up) */
     ROUTE_BACKGROUND,       /* asynchronous: the device side dense, the host's pageable: in the background */
     ROUTE_STAGED,           /* the device side dense, the host's pageable: the staging pipeline */
     ROUTE_BOUNCE,           /* down: both sides dense, small, waited for: through a page-locked block */
@@ -314,7 +316,7 @@ enum route {
 };
 
 static const char *const route_names[] = {
-    "none", "in the background", "staged", "through a page-locked block", "one DMA", "runtime copies", "staged rows",
+    "none", "with a launch", "in the background", "staged", "through a page-locked block", "one DMA", "runtime copies", "staged rows",
     "scattered as it arrives", "scattered", "gathered on the device", "gathered on the device in pieces", "staged view",
     "gathered on the host",
 };
@@ -338,6 +340,30 @@ static int background_took(ctx *c, int up, int done)
     return done;
 }
 
+/* A few bytes up, waited for, in a kernel's arguments: the fill kernel
+ * writes them as one element.  The launch has read the host's bytes when
+ * it returns, so there is no DMA to wait for; the stream has them, as
+ * after a fill (docs/performance.md#small-uploads-by-launch).  Only
+ * synchronous copies into memory of a known device come here (c->may_launch):
+ * under a capture the graph would keep the bytes of the capture's time, and
+ * a bare address may be another device's.  *done = 0 if the bytes are not
+ * for this way: the device side not aligned to their size (1, 2, 4, 8 or
+ * 16: launch_size), or no kernels here. */
+static int launch_size(size_t n) { return n > 0 && n <= PYGPU_LAUNCH_MAX && !(n & (n - 1)); }
+
+static pygpu_status launch_up(ctx *c, char *dev, const char *host, size_t n, int *done)
+{
+    static const ptrdiff_t one = 1;
+    const ptrdiff_t stride = (ptrdiff_t)n;
+    pygpu_pair p;
+    *done = 0;
+    if (((uintptr_t)dev & (n - 1)) != 0 || pygpu_rt_kernels_ready() != 0)
+        return 0;
+    pygpu_pair_init(&p, 1, &one, &stride, &stride);
+    *done = c->launched = 1;
+    return blame(c, pygpu_dev_fill(&p, dev, (ptrdiff_t)n, host, c->s), "LaunchKernel");
+}
+
 /* The way up for host layout 1 of `p` into device layout 0, after `after`
  * (ROUTE_NONE: the first choice); *why says why. */
 static enum route route_up(ctx *c, const pygpu_pair *p, const geometry *g, ptrdiff_t itemsize, host_side *h,
@@ -345,6 +371,8 @@ static enum route route_up(ctx *c, const pygpu_pair *p, const geometry *g, ptrdi
 {
     int stage = host_stage(h);
     if (pygpu_pair_is_dense(p, 0, itemsize)) {
+        if (after < ROUTE_LAUNCH && c->may_launch && launch_size(h->nbytes) && pygpu_pair_is_dense(p, 1, itemsize))
+            return *why = "a few bytes, dense on both sides, waited for", ROUTE_LAUNCH;
         if (after < ROUTE_BACKGROUND && stage && c->owner && h->nbytes >= PYGPU_BG_MIN)   /* (owner: async up) */
             return *why = "asynchronous, dense on the device, pageable on the host", ROUTE_BACKGROUND;
         if (after < ROUTE_STAGED && stage)
@@ -378,6 +406,10 @@ pygpu_status cp_h2d(ctx *c, const pygpu_pair *p, const geometry *g, char *dst, c
          way = route_up(c, p, g, itemsize, &h, way, &why)) {
         trace_route(1, way, why, nbytes);
         switch (way) {
+        case ROUTE_LAUNCH:
+            if ((r = launch_up(c, dst, src, nbytes, &done)) != 0 || done)
+                return r;
+            break;                  /* (not a size or an alignment for it, or no kernels) */
         case ROUTE_BACKGROUND:
             r = pygpu_bg_upload(dst, src, p->strides[1], p->nd, p->shape, itemsize, c->s, c->owner, &done);
             if (background_took(c, 1, done))

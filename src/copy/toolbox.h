@@ -31,6 +31,9 @@ typedef struct {
     int host_apart;             /* the host side runs past pages page-locked in place: no runtime call on it */
     int then_wait;              /* the caller waits for s once the plan returns (a synchronous copy) */
     int waited;                 /* the plan's last step waited for s itself: the caller need not */
+    int may_launch;             /* a synchronous upload into memory of a known device, entered: a few bytes
+                                   may go in a kernel's arguments (host_routes.c, launch_up) */
+    int launched;               /* they did: nothing of the host's to wait for */
 } ctx;
 
 /* `r`, the status of runtime call `call`: a failure names its call once,
