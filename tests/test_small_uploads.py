@@ -1,7 +1,7 @@
 """Uploads of a few bytes: a synchronous upload of 1, 2, 4, 8 or 16 dense
-bytes into device memory aligned to their size goes in the arguments of
-PyGPU's fill kernel (nothing waited for); every other small upload goes
-as before.  NumPy is the oracle throughout."""
+bytes of pageable memory into device memory aligned to their size goes in
+the arguments of PyGPU's fill kernel (nothing waited for); every other
+small upload goes as before.  NumPy is the oracle throughout."""
 import numpy as np
 import pytest
 
@@ -81,9 +81,10 @@ def _routes(run_python, code, env=None):
 
 
 def test_the_route_is_named(run_python):
-    """With PYGPU_STAGING_TRACE=1: 8 and 16 bytes up, waited for, go with a
-    launch; 12 bytes, an asynchronous upload, a bare address and a copy from
-    another device's array do not."""
+    """With PYGPU_STAGING_TRACE=1: 8 and 16 bytes of pageable memory up,
+    waited for, go with a launch; 12 bytes, an asynchronous upload, a bare
+    address and memory registered in place (page-locked: its DMA is waited
+    for, as the runtime's copy of it is) do not."""
     code = """
 import numpy as np, pygpu
 pygpu.to_gpu(np.arange(8, dtype=np.uint8))
@@ -92,9 +93,11 @@ pygpu.to_gpu(np.arange(3, dtype=np.float32))
 s = pygpu.Stream(); pygpu.to_gpu_async(np.arange(2, dtype=np.float32), stream=s); s.synchronize()
 g = pygpu.zeros(4, np.float32)
 pygpu.memcpy_htod(g.ptr, np.arange(2, dtype=np.float32))
+locked = pygpu.register_host_memory(np.ones(1 << 16, np.uint8))
+pygpu.to_gpu(locked[4096:4104])
 """
     ups = _routes(run_python, code)
-    assert len(ups) == 5, ups
+    assert len(ups) == 6, ups
     assert ": with a launch (" in ups[0] and "up 8 B" in ups[0], ups[0]
     assert ": with a launch (" in ups[1] and "up 16 B" in ups[1], ups[1]
     assert not [u for u in ups[2:] if ": with a launch" in u], ups[2:]

@@ -340,15 +340,18 @@ static int background_took(ctx *c, int up, int done)
     return done;
 }
 
-/* A few bytes up, waited for, in a kernel's arguments: the fill kernel
- * writes them as one element.  The launch has read the host's bytes when
- * it returns, so there is no DMA to wait for; the stream has them, as
- * after a fill (docs/performance.md#small-uploads-by-launch).  Only
- * synchronous copies into memory of a known device come here (c->may_launch):
- * under a capture the graph would keep the bytes of the capture's time, and
- * a bare address may be another device's.  *done = 0 if the bytes are not
- * for this way: the device side not aligned to their size (1, 2, 4, 8 or
- * 16: launch_size), or no kernels here. */
+/* A few bytes of pageable memory up, waited for, in a kernel's arguments:
+ * the fill kernel writes them as one element.  The launch has read the
+ * host's bytes when it returns, so there is no DMA to wait for; the stream
+ * has them, as after a fill, or after the runtime's own copy of pageable
+ * memory, which returns once it has staged the bytes, before its DMA
+ * (docs/performance.md#small-uploads-by-launch).  Page-locked memory keeps
+ * its DMA, waited for, as the runtime's copy of it is.  Only synchronous
+ * copies into memory of a known device come here (c->may_launch): under a
+ * capture the graph would keep the bytes of the capture's time, and a bare
+ * address may be another device's.  *done = 0 if the bytes are not for
+ * this way: the device side not aligned to their size (1, 2, 4, 8 or 16:
+ * launch_size), or no kernels here. */
 static int launch_size(size_t n) { return n > 0 && n <= PYGPU_LAUNCH_MAX && !(n & (n - 1)); }
 
 static pygpu_status launch_up(ctx *c, char *dev, const char *host, size_t n, int *done)
@@ -371,8 +374,9 @@ static enum route route_up(ctx *c, const pygpu_pair *p, const geometry *g, ptrdi
 {
     int stage = host_stage(h);
     if (pygpu_pair_is_dense(p, 0, itemsize)) {
-        if (after < ROUTE_LAUNCH && c->may_launch && launch_size(h->nbytes) && pygpu_pair_is_dense(p, 1, itemsize))
-            return *why = "a few bytes, dense on both sides, waited for", ROUTE_LAUNCH;
+        if (after < ROUTE_LAUNCH && c->may_launch && launch_size(h->nbytes) && pygpu_pair_is_dense(p, 1, itemsize) &&
+            host_kind(h) == 2)
+            return *why = "a few bytes of pageable memory, dense on both sides, waited for", ROUTE_LAUNCH;
         if (after < ROUTE_BACKGROUND && stage && c->owner && h->nbytes >= PYGPU_BG_MIN)   /* (owner: async up) */
             return *why = "asynchronous, dense on the device, pageable on the host", ROUTE_BACKGROUND;
         if (after < ROUTE_STAGED && stage)
