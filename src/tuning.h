@@ -38,7 +38,7 @@
 
 /* ---- the staging pipeline's fixed choices ---- */
 
-/* Synchronous uploads of at most this many bytes (1, 2, 4, 8 or 16) go in a kernel's arguments. See performance.md#small-uploads-by-launch */
+/* Synchronous uploads of at most this many bytes (1, 2, 4, 8 or 16) of pageable memory go in a kernel's arguments. See performance.md#small-uploads-by-launch */
 #define PYGPU_LAUNCH_MAX 16
 /* Copies down of at most this many bytes bounce through one page-locked block. See performance.md#bounce */
 #define PYGPU_BOUNCE_MAX 4096

@@ -300,7 +300,7 @@ static pygpu_status scatter_up(ctx *c, const pygpu_pair *p, char *dst, const cha
  * to the next that fits. */
 enum route {
     ROUTE_NONE,
-    ROUTE_LAUNCH,           /* up: a few bytes, waited for: in a kernel's arguments (launch_up) */
+    ROUTE_LAUNCH,           /* up: a few bytes of pageable memory, waited for: in a kernel's arguments */
     ROUTE_BACKGROUND,       /* asynchronous: the device side dense, the host's pageable: in the background */
     ROUTE_STAGED,           /* the device side dense, the host's pageable: the staging pipeline */
     ROUTE_BOUNCE,           /* down: both sides dense, small, waited for: through a page-locked block */
@@ -316,9 +316,9 @@ enum route {
 };
 
 static const char *const route_names[] = {
-    "none", "with a launch", "in the background", "staged", "through a page-locked block", "one DMA", "runtime copies", "staged rows",
-    "scattered as it arrives", "scattered", "gathered on the device", "gathered on the device in pieces", "staged view",
-    "gathered on the host",
+    "none", "with a launch", "in the background", "staged", "through a page-locked block", "one DMA", "runtime copies",
+    "staged rows", "scattered as it arrives", "scattered", "gathered on the device", "gathered on the device in pieces",
+    "staged view", "gathered on the host",
 };
 
 /* With PYGPU_STAGING_TRACE=1, each route taken and why, on stderr. */
@@ -340,6 +340,9 @@ static int background_took(ctx *c, int up, int done)
     return done;
 }
 
+/* Bytes that fit the fill kernel's element: 1, 2, 4, 8 or 16. */
+static int launch_size(size_t n) { return n > 0 && n <= PYGPU_LAUNCH_MAX && !(n & (n - 1)); }
+
 /* A few bytes of pageable memory up, waited for, in a kernel's arguments:
  * the fill kernel writes them as one element.  The launch has read the
  * host's bytes when it returns, so there is no DMA to wait for; the stream
@@ -352,8 +355,6 @@ static int background_took(ctx *c, int up, int done)
  * address may be another device's.  *done = 0 if the bytes are not for
  * this way: the device side not aligned to their size (1, 2, 4, 8 or 16:
  * launch_size), or no kernels here. */
-static int launch_size(size_t n) { return n > 0 && n <= PYGPU_LAUNCH_MAX && !(n & (n - 1)); }
-
 static pygpu_status launch_up(ctx *c, char *dev, const char *host, size_t n, int *done)
 {
     static const ptrdiff_t one = 1;
@@ -413,7 +414,7 @@ pygpu_status cp_h2d(ctx *c, const pygpu_pair *p, const geometry *g, char *dst, c
         case ROUTE_LAUNCH:
             if ((r = launch_up(c, dst, src, nbytes, &done)) != 0 || done)
                 return r;
-            break;                  /* (not a size or an alignment for it, or no kernels) */
+            break;                  /* (not aligned to their size, or no kernels) */
         case ROUTE_BACKGROUND:
             r = pygpu_bg_upload(dst, src, p->strides[1], p->nd, p->shape, itemsize, c->s, c->owner, &done);
             if (background_took(c, 1, done))
