@@ -251,20 +251,24 @@ for _ in range(3):
     g[: 1 << 18].get(ary=out[: 1 << 18])                      # 2 MiB: not more than the buffers
 phase("crowded")
 stop, started, uploads = threading.Event(), threading.Event(), [0]
+b = np.random.default_rng(2).standard_normal(1 << 23)        # 64 MiB: each upload outlasts several gets
 
 def other():
     while not stop.is_set():
-        pygpu.to_gpu(a)
+        pygpu.to_gpu(b)
         uploads[0] += 1
         started.set()
 t = threading.Thread(target=other)
 t.start()
 assert started.wait(60)
-# (20 gets, and on until the other thread has made 20 uploads meanwhile:
+# (20 gets, and on until the other thread has made 4 uploads meanwhile:
 # on a loaded machine it may find no core during the first gets, and the
-# trace must show a get that started beside one of its uploads.)
+# trace must show a get that started beside one of its uploads; uploads
+# eight times a get's size keep one at work through most gets' starts --
+# with uploads of a get's size, the CI's 2 cores once ran 20 of each
+# without one starting beside the other.)
 gets, before = 0, uploads[0]
-while gets < 20 or uploads[0] - before < 20:
+while gets < 20 or uploads[0] - before < 4:
     g.get(ary=out)
     gets += 1
 stop.set()
