@@ -325,3 +325,94 @@ def test_the_legacy_streams_array_freed_under_a_global_capture(cp):
     cs.synchronize()
     pygpu.zeros(8, np.float32)                      # (the put-off free goes)
     pygpu.synchronize()
+
+
+# ---- PyGPU's own work beside another library's capture in global mode -----------------------
+
+def own_stream_work(s, rng):
+    """PyGPU's work on its stream `s` (not captured) that makes the calls
+    the runtime calls potentially unsafe under a capture: allocations
+    (pool and page-locked), staged copies of pageable memory both ways,
+    a small upload by launch, a buffer met again (page-locked in place),
+    waits and queries.  Checks every result against NumPy."""
+    MiB = 1 << 20
+    big = rng.standard_normal(4 * MiB // 8)
+    g = pygpu.to_gpu(big, stream=s)                                 # a pool allocation, staged
+    out = np.empty_like(big)
+    g.get(ary=out, stream=s)                                        # staged down, waited for
+    np.testing.assert_array_equal(out, big)
+    tiny = pygpu.to_gpu(np.array([2.5]), stream=s)                  # (by launch)
+    assert tiny.get(stream=s)[0] == 2.5
+    again = rng.standard_normal(big.size)
+    for _ in range(3):                                              # (met again: page-locked in place)
+        g.set(again, stream=s)
+    np.testing.assert_array_equal(g.get(stream=s), again)
+    p = pygpu.pagelocked_empty(3 * MiB + 4096, np.uint8)            # page-locked, a size no pooled block has
+    p[:] = 7
+    d = pygpu.empty(p.shape, np.uint8, stream=s)
+    d.set_async(p, stream=s)
+    s.synchronize()
+    assert s.query() is True
+    e = pygpu.Event()
+    e.record(s)
+    e.synchronize()
+    assert int(d.get(stream=s)[-1]) == 7
+    del p, d, g
+    gc.collect()
+
+
+@pytest.mark.parametrize("where", ["this thread", "another thread"])
+def test_own_streams_work_beside_a_global_capture_keeps_it_valid(cp, where, rng):
+    """A stream of CuPy's captured in global mode, by this thread or by
+    another one: PyGPU's work on a non-blocking stream of its own runs
+    and is right, and the capture ends valid (the runtime would refuse the
+    work's allocations, frees, page-locking and waits, and break the
+    capture, but PyGPU makes those calls in relaxed mode); the graph then
+    does what was captured."""
+    import threading
+    s = pygpu.Stream(non_blocking=True)
+    x = cp.zeros(1024, cp.float32)
+    cs = cp.cuda.Stream(non_blocking=True)
+    cp.cuda.Device().synchronize()
+    begun, done, result = threading.Event(), threading.Event(), {}
+
+    def capture():
+        try:
+            cs.begin_capture(mode=GLOBAL)
+            try:
+                with cs:
+                    x[...] += 1
+                begun.set()
+                if where == "another thread":
+                    assert done.wait(120)
+            finally:
+                result["graph"] = cs.end_capture()         # (raises if the capture was broken)
+        except BaseException as exc:    # noqa: BLE001 - reported by the main thread
+            result["error"] = exc
+            begun.set()
+
+    if where == "this thread":
+        cs.begin_capture(mode=GLOBAL)
+        try:
+            with cs:
+                x[...] += 1
+            own_stream_work(s, rng)
+        finally:
+            graph = cs.end_capture()
+    else:
+        t = threading.Thread(target=capture)
+        t.start()
+        assert begun.wait(120)
+        try:
+            own_stream_work(s, rng)
+        finally:
+            done.set()
+            t.join(120)
+        if "error" in result:
+            raise result["error"]
+        graph = result["graph"]
+    assert cs.is_capturing() is False
+    graph.launch(cs)
+    graph.launch(cs)
+    cs.synchronize()
+    np.testing.assert_array_equal(cp.asnumpy(x), np.full(1024, 2.0, np.float32))

@@ -174,6 +174,12 @@ pygpu_status pygpu_rt_stream_capturing(pygpu_stream_t s, int *capturing);
 enum pygpu_capture_mode { PYGPU_CAPTURE_MODE_GLOBAL, PYGPU_CAPTURE_MODE_THREAD_LOCAL, PYGPU_CAPTURE_MODE_RELAXED };
 pygpu_status pygpu_rt_stream_begin_capture(pygpu_stream_t s, int mode);
 pygpu_status pygpu_rt_stream_end_capture(pygpu_stream_t s);
+/* Put the calling thread (one of PyGPU's own) in relaxed capture mode for
+ * good: the calls that a capture elsewhere in global mode would refuse
+ * (allocations, frees, page-locking, waits and queries) then go through
+ * from it, as rt_gpu.c makes them from any thread, at no cost there.  The
+ * host backend refuses nothing: a no-op. */
+void pygpu_rt_thread_relax(void);
 /* Queue host function fn(arg) on stream s: it runs once the work queued
  * before it is done, and the work queued after it waits for it to return.
  * fn must make no runtime call (the host runtime runs it at once). */

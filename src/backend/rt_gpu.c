@@ -45,6 +45,57 @@ typedef hipDeviceProp_t rt_props;
 #define S(stream) ((rt_stream)(stream))
 #define E(event) ((rt_event)(event))
 
+/* The calls that a graph capture in global mode anywhere in the process
+ * (or one of this thread's own in thread-local mode) makes the runtime
+ * refuse, breaking that capture, though they touch nothing captured:
+ * allocating and freeing device and page-locked memory, page-locking in
+ * place, trimming a pool, waiting for or querying a stream or an event
+ * (tools/research/capture-unsafe.c: copies, fills, records, waits queued
+ * on a stream and host functions are not refused).  PyGPU's work on
+ * streams of its own beside another library's capture makes them, so it
+ * makes them with this thread in relaxed capture mode and its own mode
+ * restored after.  Relaxed mode still refuses what truly conflicts (waiting
+ * for work recorded inside a capture: PyGPU asks whether its stream is
+ * captured before it waits), and a device-wide synchronize.  Usage:
+ * RELAXED(RT(Call)(...)) returns what the call returns, made so; or
+ * `capture_mode m = relax(); ... return unrelax(m, RT(Call)(...));`.
+ * PyGPU's own threads are relaxed for good (pygpu_rt_thread_relax): there
+ * relax() costs nothing; elsewhere the exchange there and back costs about
+ * 0.12 us. */
+typedef enum RT(StreamCaptureMode) capture_mode;
+
+static _Thread_local int relaxed_for_good;
+
+void pygpu_rt_thread_relax(void)
+{
+    capture_mode m = RT(StreamCaptureModeRelaxed);
+    if (RT(ThreadExchangeStreamCaptureMode)(&m) == RT(Success))
+        relaxed_for_good = 1;
+    else
+        (void)RT(GetLastError)();
+}
+
+static capture_mode relax(void)
+{
+    capture_mode m = RT(StreamCaptureModeRelaxed);
+    if (relaxed_for_good)
+        return m;
+    if (RT(ThreadExchangeStreamCaptureMode)(&m) != RT(Success)) {
+        (void)RT(GetLastError)();
+        m = RT(StreamCaptureModeRelaxed);   /* (unrelax then leaves the mode alone) */
+    }
+    return m;
+}
+
+static rt_error unrelax(capture_mode m, rt_error r)
+{
+    if (m != RT(StreamCaptureModeRelaxed))
+        (void)RT(ThreadExchangeStreamCaptureMode)(&m);
+    return r;
+}
+
+#define RELAXED(call) do { capture_mode m_ = relax(); return unrelax(m_, (call)); } while (0)
+
 const pygpu_status PYGPU_RT_INVALID_VALUE = (pygpu_status)RT(ErrorInvalidValue);
 const pygpu_status PYGPU_RT_OUT_OF_MEMORY = (pygpu_status)RT(ErrorMemoryAllocation);
 
@@ -220,9 +271,9 @@ pygpu_status pygpu_rt_mem_get_info(size_t *free_bytes, size_t *total_bytes)
 
 /* ---- device memory ---------------------------------------------------- */
 
-pygpu_status pygpu_rt_malloc(void **p, size_t n) { return RT(Malloc)(p, n); }
-pygpu_status pygpu_rt_free(void *p) { return RT(Free)(p); }
-pygpu_status pygpu_rt_free_async(void *p, pygpu_stream_t s) { return RT(FreeAsync)(p, S(s)); }
+pygpu_status pygpu_rt_malloc(void **p, size_t n) { RELAXED(RT(Malloc)(p, n)); }
+pygpu_status pygpu_rt_free(void *p) { RELAXED(RT(Free)(p)); }
+pygpu_status pygpu_rt_free_async(void *p, pygpu_stream_t s) { RELAXED(RT(FreeAsync)(p, S(s))); }
 
 /* Devices whose default pool we asked to keep freed memory cached.  The
  * runtime's default threshold (0) hands memory back at every synchronize,
@@ -261,15 +312,16 @@ static int pool_usable(void)
 pygpu_status pygpu_rt_malloc_async(void **p, size_t n, pygpu_stream_t s, int *pooled)
 {
     *pooled = 0;
+    capture_mode m = relax();
     if (n > 0 && pool_usable()) {
         rt_error e = RT(MallocAsync)(p, n, S(s));
         if (e != RT(ErrorNotSupported)) {
             *pooled = (e == RT(Success));
-            return e;
+            return unrelax(m, e);
         }
         RT(GetLastError)();
     }
-    return RT(Malloc)(p, n);
+    return unrelax(m, RT(Malloc)(p, n));
 }
 
 pygpu_status pygpu_rt_malloc_on_async(void **p, size_t n, int dev, pygpu_stream_t s, int *pooled)
@@ -278,7 +330,8 @@ pygpu_status pygpu_rt_malloc_on_async(void **p, size_t n, int dev, pygpu_stream_
     *pooled = 0;
     if (n == 0 || dev < 0 || dev >= MAX_POOL_DEVICES || pool_state[dev] != 1)
         return RT(Success);
-    rt_error e = RT(MallocFromPoolAsync)(p, n, pools[dev], S(s));
+    capture_mode m = relax();
+    rt_error e = unrelax(m, RT(MallocFromPoolAsync)(p, n, pools[dev], S(s)));
     if (e != RT(Success))
         *p = NULL;
     *pooled = e == RT(Success);
@@ -310,7 +363,8 @@ pygpu_status pygpu_rt_mempool_trim(int dev, size_t keep_bytes)
     }
     if (e != RT(Success))
         return e;
-    return RT(MemPoolTrimTo)(pool, keep_bytes);
+    capture_mode m = relax();
+    return unrelax(m, RT(MemPoolTrimTo)(pool, keep_bytes));
 }
 
 /* ---- memory other processes can map ----------------------------------- */
@@ -322,8 +376,8 @@ typedef hipIpcMemHandle_t rt_ipc_handle;
 #endif
 _Static_assert(sizeof(rt_ipc_handle) == PYGPU_IPC_HANDLE_BYTES, "the runtime's IPC handle is 64 bytes");
 
-pygpu_status pygpu_rt_ipc_alloc(void **p, size_t n) { return RT(Malloc)(p, n); }
-pygpu_status pygpu_rt_ipc_free(void *p) { return RT(Free)(p); }
+pygpu_status pygpu_rt_ipc_alloc(void **p, size_t n) { return pygpu_rt_malloc(p, n); }
+pygpu_status pygpu_rt_ipc_free(void *p) { return pygpu_rt_free(p); }
 
 pygpu_status pygpu_rt_ipc_handle(void *p, unsigned char h[PYGPU_IPC_HANDLE_BYTES])
 {
@@ -373,28 +427,26 @@ pygpu_status pygpu_rt_ipc_event_open(const unsigned char h[PYGPU_IPC_EVENT_HANDL
 
 pygpu_status pygpu_rt_host_alloc(void **p, size_t n)
 {
+    capture_mode m = relax();
 #if defined(PYGPU_BACKEND_CUDA)
-    return cudaHostAlloc(p, n, cudaHostAllocPortable);
+    return unrelax(m, cudaHostAlloc(p, n, cudaHostAllocPortable));
 #else
-    return hipHostMalloc(p, n, hipHostMallocPortable);
+    return unrelax(m, hipHostMalloc(p, n, hipHostMallocPortable));
 #endif
 }
 
 pygpu_status pygpu_rt_host_free(void *p)
 {
+    capture_mode m = relax();
 #if defined(PYGPU_BACKEND_CUDA)
-    return cudaFreeHost(p);
+    return unrelax(m, cudaFreeHost(p));
 #else
-    return hipHostFree(p);
+    return unrelax(m, hipHostFree(p));
 #endif
 }
 
-pygpu_status pygpu_rt_host_register(void *p, size_t n)
-{
-    return RT(HostRegister)(p, n, RT(HostRegisterPortable));
-}
-
-pygpu_status pygpu_rt_host_unregister(void *p) { return RT(HostUnregister)(p); }
+pygpu_status pygpu_rt_host_register(void *p, size_t n) { RELAXED(RT(HostRegister)(p, n, RT(HostRegisterPortable))); }
+pygpu_status pygpu_rt_host_unregister(void *p) { RELAXED(RT(HostUnregister)(p)); }
 
 /* 1 if the byte at p is page-locked; *mapped (if given): its address for
  * the device's kernels, or NULL where it has none. */
@@ -477,8 +529,8 @@ pygpu_status pygpu_rt_stream_create(pygpu_stream_t *s, unsigned flags, int prior
 }
 
 pygpu_status pygpu_rt_stream_destroy(pygpu_stream_t s) { return RT(StreamDestroy)(S(s)); }
-pygpu_status pygpu_rt_stream_synchronize(pygpu_stream_t s) { return RT(StreamSynchronize)(S(s)); }
-pygpu_status pygpu_rt_stream_query(pygpu_stream_t s) { return RT(StreamQuery)(S(s)); }
+pygpu_status pygpu_rt_stream_synchronize(pygpu_stream_t s) { RELAXED(RT(StreamSynchronize)(S(s))); }
+pygpu_status pygpu_rt_stream_query(pygpu_stream_t s) { RELAXED(RT(StreamQuery)(S(s))); }
 
 pygpu_status pygpu_rt_stream_capturing(pygpu_stream_t s, int *capturing)
 {
@@ -654,8 +706,8 @@ pygpu_status pygpu_rt_event_create(pygpu_event_t *e, unsigned flags)
 
 pygpu_status pygpu_rt_event_destroy(pygpu_event_t e) { return RT(EventDestroy)(E(e)); }
 pygpu_status pygpu_rt_event_record(pygpu_event_t e, pygpu_stream_t s) { return RT(EventRecord)(E(e), S(s)); }
-pygpu_status pygpu_rt_event_synchronize(pygpu_event_t e) { return RT(EventSynchronize)(E(e)); }
-pygpu_status pygpu_rt_event_query(pygpu_event_t e) { return RT(EventQuery)(E(e)); }
+pygpu_status pygpu_rt_event_synchronize(pygpu_event_t e) { RELAXED(RT(EventSynchronize)(E(e))); }
+pygpu_status pygpu_rt_event_query(pygpu_event_t e) { RELAXED(RT(EventQuery)(E(e))); }
 
 pygpu_status pygpu_rt_event_elapsed_ms(float *ms, pygpu_event_t start, pygpu_event_t end)
 {

@@ -607,6 +607,8 @@ pygpu_status pygpu_rt_stream_end_capture(pygpu_stream_t s)
     return pygpu_captured_remove(s) < 0 ? fail(H_INVALID_VALUE) : H_SUCCESS;
 }
 
+void pygpu_rt_thread_relax(void) {}
+
 typedef struct { double t; int recorded; unsigned flags; int device; } host_event;
 
 pygpu_status pygpu_rt_launch_host_func(pygpu_stream_t s, void (*fn)(void *), void *arg)

@@ -142,6 +142,7 @@ void pygpu_bg_pause_after(int spins)
 static void *thread_main(void *arg)
 {
     bg_thread *b = arg;
+    pygpu_rt_thread_relax();        /* (its waits and frees go through beside a capture in global mode) */
     pthread_mutex_lock(&bg_mu);
     for (;;) {
         while (!b->head)

@@ -7,6 +7,8 @@
  *   cuPointerGetAttribute          CU_POINTER_ATTRIBUTE_MEMORY_TYPE, the driver's single attribute
  *   cudaEventRecord / Query / Synchronize of a done event
  *   cudaStreamSynchronize / cudaStreamQuery of the idle legacy stream
+ *   cudaThreadExchangeStreamCaptureMode, to relaxed and back (rt_gpu.c's
+ *   relax/unrelax around each call the runtime calls unsafe under a capture)
  *
  *   gcc -O2 pinned-query.c -I$CUDA/include -L$CUDA/lib64 -lcudart -lcuda -o /tmp/pinned-query
  */
@@ -40,6 +42,13 @@ static void query(int k) { (void)k; CK(cudaEventQuery(ev)); }
 static void esync(int k) { (void)k; CK(cudaEventSynchronize(ev)); }
 static void ssync(int k) { (void)k; CK(cudaStreamSynchronize(0)); }
 static void squery(int k) { (void)k; CK(cudaStreamQuery(0)); }
+static void relaxed(int k)
+{
+    (void)k;
+    enum cudaStreamCaptureMode m = cudaStreamCaptureModeRelaxed;
+    CK(cudaThreadExchangeStreamCaptureMode(&m));
+    CK(cudaThreadExchangeStreamCaptureMode(&m));
+}
 
 static void time_it(const char *name, void (*fn)(int), int k)
 {
@@ -75,5 +84,6 @@ int main(void)
     time_it("cudaStreamQuery (legacy, idle)", squery, 0);
     time_it("cudaStreamSynchronize (legacy, idle)", ssync, 0);
     time_it("cudaEventRecord (legacy)", record, 0);
+    time_it("cudaThreadExchangeStreamCaptureMode, there and back", relaxed, 0);
     return 0;
 }
