@@ -129,6 +129,88 @@ def test_async_uploads_arrive_whole(pageable, dtype):
         np.testing.assert_array_equal(g.get(), b, err_msg=name)
 
 
+def test_an_upload_waits_for_what_its_stream_holds_before_it(pageable):
+    """An upload in the background comes after what its stream holds
+    before it: a fill of the destination queued behind many big fills on
+    that stream comes first, and the upload lands on top of it; work queued
+    after the upload sees its data."""
+    rng = np.random.default_rng(11)
+    s = pygpu.Stream()
+    a = rng.standard_normal(16 * MiB // 8)
+    warm(a.nbytes)
+    busy = pygpu.empty(256 * MiB, np.uint8, stream=s)
+    g = pygpu.empty(a.shape, a.dtype, stream=s)
+    for r in range(3):
+        with s:
+            for _ in range(20):             # (tens of ms of the stream's work before the upload)
+                busy.fill(r)
+            g.fill(-1.0)
+        g.set_async(a + r, stream=s)
+        after = g.copy(stream=s)
+        s.synchronize()
+        np.testing.assert_array_equal(after.get(), a + r)
+        np.testing.assert_array_equal(g.get(stream=s), a + r)
+    wait_for_the_mover()
+
+
+def test_a_transfers_array_dropped_at_once(pageable):
+    """An async transfer's device array dropped as the call returns (the
+    result of to_gpu_async not kept, a set_async target deleted, a
+    get_async from a temporary): the call has queued the DMAs on the
+    stream, so the array's memory goes back in stream order after them;
+    nothing fails, and nothing of it is kept once the transfer is over."""
+    import weakref
+    rng = np.random.default_rng(12)
+    s = pygpu.Stream()
+    a = rng.standard_normal(3 * MiB // 8)
+    warm(a.nbytes)
+    for _ in range(6):
+        pygpu.to_gpu_async(a, stream=s)
+    g = pygpu.empty(a.shape, a.dtype, stream=s)
+    g.set_async(a, stream=s)
+    kept = weakref.ref(g)
+    del g
+    s.synchronize()
+    pygpu.synchronize()
+    wait_for_the_mover()
+    gc.collect()
+    assert kept() is None
+    np.testing.assert_array_equal(pygpu.to_gpu_async(a, stream=s).get(stream=s), a)
+    out = np.empty_like(a)
+    for k in range(4):
+        pygpu.to_gpu(a + k).get_async(stream=s, ary=out)
+        s.synchronize()
+        np.testing.assert_array_equal(out, a + k)
+    wait_for_the_mover()
+
+
+def test_async_transfers_on_two_devices_from_threads(pageable):
+    """Each thread on a device of its own, uploads and downloads in the
+    background at once (one mover and one lander for both): every byte
+    arrives (bit for bit) on the device it was meant for."""
+    from concurrent.futures import ThreadPoolExecutor
+    if pygpu.device_count() < 2:
+        pytest.skip("needs two devices")
+
+    def work(dev):
+        with pygpu.Device(dev):
+            rng = np.random.default_rng(dev)
+            s = pygpu.Stream()
+            a = rng.integers(0, 1 << 62, 5 * MiB // 8 + 3, dtype=np.int64)
+            warm(a.nbytes)
+            out = np.empty_like(a)
+            for k in range(6):
+                g = pygpu.to_gpu_async(a + k, stream=s)
+                assert int(g.device) == dev
+                g.get_async(stream=s, ary=out)
+                s.synchronize()
+                np.testing.assert_array_equal(out, a + k)
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(work, (0, 1)))            # (a thread's exception raised here)
+    wait_for_the_mover()
+
+
 # The start of the ring tests' subprocesses: staging on for every size, a
 # stream, and settle(), which waits until no background task is pending.
 RING_PREAMBLE = """
