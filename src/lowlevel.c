@@ -17,6 +17,7 @@
 #include "errors.h"
 #include "memory.h"
 #include "peer.h"
+#include "registered.h"
 #include "transfer/bare_loop.h"
 #include "transfer/bus.h"
 #include "transfer/events.h"
@@ -137,6 +138,7 @@ static PyObject *ll_device_reset(PyObject *m, PyObject *unused)
     pygpu_status s;
     int dev = -1;
     pygpu_cache_flush(PyModule_GetState(m));
+    pygpu_registered_wait_all();
     Py_BEGIN_ALLOW_THREADS
     pygpu_staging_release();
     pygpu_pinned_trim();

@@ -21,10 +21,19 @@
 #include "registered.h"
 #include "fork.h"
 #include "state.h"              /* (NumPy's API table) */
+#include "transfer/events.h"
 #include "transfer/settings.h"
 
 #include <stdint.h>
+#include <string.h>
 #include <unistd.h>
+
+/* An asynchronous copy of a slot's pages, queued on a stream: an event
+ * recorded after it on that stream, of `device`. */
+typedef struct {
+    int device;
+    pygpu_event_t ev;
+} queued_copy;
 
 typedef struct {
     PyObject *wr;               /* weak reference to the owner; NULL: a free slot */
@@ -36,7 +45,8 @@ typedef struct {
     int inflight;               /* copies using it now */
     int busy;                   /* being registered or let go (the GIL released) */
     int unpinned;               /* unregistered before a fork (the slot goes at its next meeting) */
-    uint64_t queued_on;         /* devices (bit k: device k) that asynchronous copies of it were queued on */
+    int n_queued;
+    queued_copy queued[PYGPU_REGISTER_QUEUED];  /* asynchronous copies of it that may still run */
 } slot;
 
 static slot regs[PYGPU_REGISTER_SLOTS];
@@ -70,19 +80,20 @@ static int refers_to(PyObject *wr, PyObject *obj)
 #endif
 }
 
-/* Wait for the devices in `mask` (an asynchronous copy queued there may
- * still be reading or writing pages about to be let go); the current
- * device as it was.  Without the GIL. */
-static void drain(uint64_t mask)
+/* Wait for the copies `q[0..n)` (an asynchronous copy queued on a stream
+ * may still be reading or writing pages about to be let go) and give
+ * their events back.  Each waits for its own stream's work up to it, not
+ * the device: a device-wide synchronization would break a capture
+ * another thread has begun on that device (the runtime refuses it in
+ * every capture mode), and the event's wait is made in relaxed mode
+ * (rt_gpu.c).  Without the GIL. */
+static void drain(queued_copy *q, int n)
 {
-    int was = -1;
-    if (!mask || pygpu_rt_get_device(&was) != 0)
-        return;
-    for (int d = 0; d < 64; d++)
-        if (mask >> d & 1 && (pygpu_rt_set_device(d) != 0 || pygpu_rt_device_synchronize() != 0))
+    for (int k = 0; k < n; k++) {
+        if (pygpu_rt_event_synchronize(q[k].ev) != 0)
             (void)pygpu_rt_get_last_error();
-    if (pygpu_rt_set_device(was) != 0)
-        (void)pygpu_rt_get_last_error();
+        pygpu_event_give(q[k].device, q[k].ev);
+    }
 }
 
 /* Unregister slot i's pages and free the slot (not while a copy uses it:
@@ -94,12 +105,15 @@ static void release(int i)
     if (!r->wr || r->busy || r->inflight)
         return;
     char *start = r->start;
-    uint64_t queued = r->queued_on;
+    queued_copy queued[PYGPU_REGISTER_QUEUED];
+    int n = r->n_queued;
+    memcpy(queued, r->queued, sizeof queued);
+    r->n_queued = 0;
     r->busy = 1;
     if (!pygpu_fork_broken() && !r->unpinned) {     /* (a forked child leaves the parent's alone) */
         pygpu_status s;
         Py_BEGIN_ALLOW_THREADS
-        drain(queued);
+        drain(queued, n);
         s = pygpu_rt_host_unregister(start);
         Py_END_ALLOW_THREADS
         if (s != 0)
@@ -216,7 +230,7 @@ static int register_owner(PyArrayObject *own, const char *data, size_t nbytes, s
     slot *r = &regs[i];
     if (!(r->wr = weakly(own)))
         return 0;               /* (an owner without weak references, or no memory: staged as before) */
-    *r = (slot){r->wr, start, len, data, nbytes, ++tick, 0, 1, 0, 0};
+    *r = (slot){r->wr, start, len, data, nbytes, ++tick, 0, 1, 0, 0, {{0, NULL}}};
     held += len;
     pygpu_status s;
     Py_BEGIN_ALLOW_THREADS
@@ -305,7 +319,8 @@ static void registered_fork(enum pygpu_fork_phase phase)
     for (int i = 0; i < PYGPU_REGISTER_SLOTS; i++) {
         slot *r = &regs[i];
         if (r->wr && !r->busy && !r->inflight && !r->unpinned) {
-            drain(r->queued_on);
+            drain(r->queued, r->n_queued);
+            r->n_queued = 0;
             if (pygpu_rt_host_unregister(r->start) != 0)
                 (void)pygpu_rt_get_last_error();
             r->unpinned = 1;
@@ -339,10 +354,52 @@ void pygpu_registered_range(int handle, const char **start, size_t *len)
     *len = handle > 0 ? regs[handle - 1].len : 0;
 }
 
-void pygpu_registered_queued(int handle, int device)
+void pygpu_registered_queued(int handle, int device, pygpu_stream_t s)
 {
-    if (handle > 0 && device >= 0 && device < 64)
-        regs[handle - 1].queued_on |= (uint64_t)1 << device;
+    if (handle <= 0)
+        return;
+    slot *r = &regs[handle - 1];
+    int k = 0;
+    for (int j = 0; j < r->n_queued; j++) {     /* (those done already given back) */
+        if (pygpu_rt_event_query(r->queued[j].ev) == 0)
+            pygpu_event_give(r->queued[j].device, r->queued[j].ev);
+        else
+            r->queued[k++] = r->queued[j];
+    }
+    (void)pygpu_rt_get_last_error();
+    r->n_queued = k;
+    if (k == PYGPU_REGISTER_QUEUED) {           /* (full: the oldest waited for; the copy holds the slot) */
+        queued_copy oldest = r->queued[0];
+        memmove(r->queued, r->queued + 1, (size_t)(--r->n_queued) * sizeof *r->queued);
+        Py_BEGIN_ALLOW_THREADS
+        drain(&oldest, 1);
+        Py_END_ALLOW_THREADS
+    }
+    pygpu_event_t ev = NULL;
+    if (pygpu_event_take(device, &ev) != 0 || pygpu_rt_event_record(ev, s) != 0) {
+        (void)pygpu_rt_get_last_error();        /* (no event: the stream waited for now instead) */
+        pygpu_event_give(device, ev);
+        if (pygpu_rt_stream_synchronize(s) != 0)
+            (void)pygpu_rt_get_last_error();
+        return;
+    }
+    r->queued[r->n_queued++] = (queued_copy){device, ev};
+}
+
+void pygpu_registered_wait_all(void)
+{
+    for (int i = 0; i < PYGPU_REGISTER_SLOTS; i++) {
+        slot *r = &regs[i];
+        queued_copy queued[PYGPU_REGISTER_QUEUED];
+        int n = r->n_queued;
+        if (!n || r->busy)
+            continue;
+        memcpy(queued, r->queued, sizeof queued);
+        r->n_queued = 0;
+        Py_BEGIN_ALLOW_THREADS
+        drain(queued, n);
+        Py_END_ALLOW_THREADS
+    }
 }
 
 void pygpu_registered_done(int handle)

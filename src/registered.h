@@ -28,8 +28,14 @@ int pygpu_registered_hold(const void *p, size_t n);
  * owner's buffer (the partial ones at either end stay pageable). */
 void pygpu_registered_range(int handle, const char **start, size_t *len);
 /* An asynchronous copy of registration `handle`'s pages was queued on
- * `device`: before the pages are let go, that device is waited for. */
-void pygpu_registered_queued(int handle, int device);
+ * stream `s` of `device` (the current device; a stream not being
+ * captured): an event recorded after it there, and before the pages are
+ * let go that event is waited for (the stream waited for now if no event
+ * can be had).  Called before pygpu_registered_done. */
+void pygpu_registered_queued(int handle, int device, pygpu_stream_t s);
+/* Wait for every asynchronous copy of registered pages queued so far and
+ * give their events back (before a device reset, which destroys them). */
+void pygpu_registered_wait_all(void);
 /* What pygpu_registered_prepare returned, once the copy is over: a
  * registration that a copy uses is let go only after it. */
 void pygpu_registered_done(int handle);

@@ -68,6 +68,8 @@
 #define PYGPU_REGISTER_SLOTS 64
 /* Buffers met once that are remembered for a second meeting. See performance.md#registered-in-place */
 #define PYGPU_REGISTER_SEEN 16
+/* Asynchronous copies of one registered buffer whose events are kept till it is let go; more: the oldest waited for. See performance.md#registered-in-place */
+#define PYGPU_REGISTER_QUEUED 8
 /* On a GPU backend, host buffers page-locked in place take at most this share of physical memory by default. See performance.md#registered-in-place */
 #define PYGPU_REGISTER_SHARE 8
 /* Destinations this big may be fresh from the kernel: the workers fault in. See performance.md#fresh-destinations */

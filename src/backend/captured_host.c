@@ -8,6 +8,7 @@
 
 #define CAPTURED_MAX 16
 static pygpu_stream_t captured[CAPTURED_MAX];
+static int broken[CAPTURED_MAX];        /* its capture broken (a call refused under it) */
 static pthread_mutex_t captured_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Its index in `captured`, or -1 (the lock held). */
@@ -28,7 +29,7 @@ int pygpu_captured_add(pygpu_stream_t s)
             if (!captured[k])
                 i = k;
     if (i >= 0)
-        captured[i] = s;
+        captured[i] = s, broken[i] = 0;
     pthread_mutex_unlock(&captured_lock);
     return i < 0 ? -1 : 0;
 }
@@ -36,11 +37,22 @@ int pygpu_captured_add(pygpu_stream_t s)
 int pygpu_captured_remove(pygpu_stream_t s)
 {
     pthread_mutex_lock(&captured_lock);
-    int i = captured_at(s);
+    int i = captured_at(s), was_broken = i >= 0 && broken[i];
     if (i >= 0)
         captured[i] = NULL;
     pthread_mutex_unlock(&captured_lock);
-    return i < 0 ? -1 : 0;
+    return i < 0 ? -1 : was_broken ? -2 : 0;
+}
+
+int pygpu_captured_break_all(void)
+{
+    int n = 0;
+    pthread_mutex_lock(&captured_lock);
+    for (int i = 0; i < CAPTURED_MAX; i++)
+        if (captured[i])
+            broken[i] = 1, n++;
+    pthread_mutex_unlock(&captured_lock);
+    return n;
 }
 
 int pygpu_captured_has(pygpu_stream_t s)

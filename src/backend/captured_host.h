@@ -14,8 +14,11 @@
 /* Note stream `s` (not NULL) as captured; 0, or -1 if it is already or
  * the table is full. */
 int pygpu_captured_add(pygpu_stream_t s);
-/* Its capture ended; 0, or -1 if it had none. */
+/* Its capture ended; 0, -1 if it had none, -2 if it was broken. */
 int pygpu_captured_remove(pygpu_stream_t s);
+/* Break every capture in progress (a call the runtime refuses under any
+ * capture: a device-wide synchronization); how many there were. */
+int pygpu_captured_break_all(void);
 /* 1 if stream `s` is being captured. */
 int pygpu_captured_has(pygpu_stream_t s);
 

@@ -46,6 +46,9 @@ static const struct { int code; const char *name, *text; } host_errors[] = {
     {H_HOST_NOT_REGISTERED, "cudaErrorHostMemoryNotRegistered",
      "pointer does not correspond to a registered memory region"},
     {H_NOT_SUPPORTED, "cudaErrorNotSupported", "operation not supported"},
+    {H_CAPTURE_UNSUPPORTED, "cudaErrorStreamCaptureUnsupported", "operation not permitted when stream is capturing"},
+    {H_CAPTURE_INVALIDATED, "cudaErrorStreamCaptureInvalidated",
+     "operation failed due to a previous error during capture"},
     {H_UNKNOWN, "cudaErrorUnknown", "unknown error"},
 };
 
@@ -174,7 +177,12 @@ pygpu_status pygpu_rt_set_device(int dev)
     return H_SUCCESS;
 }
 
-pygpu_status pygpu_rt_device_synchronize(void) { return H_SUCCESS; }
+/* As the runtime: refused while any stream is being captured, and every
+ * such capture broken (its end then fails). */
+pygpu_status pygpu_rt_device_synchronize(void)
+{
+    return pygpu_captured_break_all() > 0 ? fail(H_CAPTURE_UNSUPPORTED) : H_SUCCESS;
+}
 pygpu_status pygpu_rt_device_reset(void) { return H_SUCCESS; }
 
 pygpu_status pygpu_rt_device_props(int dev, pygpu_device_props *p)
@@ -604,7 +612,8 @@ pygpu_status pygpu_rt_stream_begin_capture(pygpu_stream_t s, int mode)
 
 pygpu_status pygpu_rt_stream_end_capture(pygpu_stream_t s)
 {
-    return pygpu_captured_remove(s) < 0 ? fail(H_INVALID_VALUE) : H_SUCCESS;
+    int r = pygpu_captured_remove(s);
+    return r == -1 ? fail(H_INVALID_VALUE) : r < 0 ? fail(H_CAPTURE_INVALIDATED) : H_SUCCESS;
 }
 
 void pygpu_rt_thread_relax(void) {}

@@ -327,11 +327,13 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
     pygpu_bus_bulk_end(bulk);
     PyEval_RestoreThread(c.ts);
     pygpu_mark(11);
-    if (async && reg) {         /* (its pages are let go only once that device is done) */
+    /* (Its pages are let go only once the stream is past it; a captured
+     * copy runs when its graph does, the owner's to keep alive till then.) */
+    if (async && reg && !captured) {
         int d = dev;
         if (d < 0 && pygpu_rt_get_device(&d) != 0)
             (void)pygpu_rt_get_last_error();
-        pygpu_registered_queued(reg, d < 0 ? 0 : d);
+        pygpu_registered_queued(reg, d < 0 ? 0 : d, s);
     }
     pygpu_registered_done(reg);
     if (!c.owner_taken)
