@@ -60,6 +60,7 @@ static void read_host(void)
     }
     s = getenv("PYGPU_HOST_POOL");
     env.host_pool = s ? pygpu_parse_bytes(s) : PYGPU_HOST_POOL_DEFAULT;
+    env.host_locked = pygpu_parse_bytes(getenv("PYGPU_HOST_LOCKED"));
     s = getenv("PYGPU_HOST_FORK_RULE");
     env.host_fork_rule_gpu = s && strcmp(s, "gpu") == 0;
 }

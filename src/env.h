@@ -32,6 +32,7 @@ typedef struct {
     size_t host_fail_copy_bytes;        /* PYGPU_HOST_FAIL_COPY=B:K: the K-th stream-ordered copy of B bytes */
     long host_fail_copy_nth;            /* fails (K = 0 or none: every one; B = 0: unset) */
     size_t host_pool;           /* PYGPU_HOST_POOL: bytes the pool of freed blocks may hold (default 1 GiB) */
+    size_t host_locked;         /* PYGPU_HOST_LOCKED: bytes that may be registered in place at once (0: unset, no limit) */
 } pygpu_env;
 
 /* The environment as it was at the first call in the process (every later

@@ -11,6 +11,7 @@ page-locked memory and runs past it is one the runtime refuses: the host
 backend keeps the registered ranges and refuses such copies as CUDA does,
 so these tests hold the copy paths to it everywhere."""
 import gc
+import json
 import os
 
 import numpy as np
@@ -362,6 +363,52 @@ def test_pages_an_asynchronous_copy_was_queued_on_are_let_go_after_it(limit, rng
     s.synchronize()
     np.testing.assert_array_equal(back, want)
     np.testing.assert_array_equal(g.get(), want)
+
+
+def test_registrations_the_system_refuses_are_staged_and_counted(run_python):
+    """Memory pressure on page-locked memory: the host backend under
+    PYGPU_HOST_LOCKED (a locked-memory limit of the operating system's,
+    which refuses cudaHostRegister past it) holds one 34 MiB buffer but not
+    two.  The second registration is refused and counted, that buffer's
+    transfers stay staged and right, it is not page-locked, and once the
+    first is let go the second registers at its next meetings; with
+    registration off nothing is left page-locked that the counts do not
+    know.  (A child process on the host backend, whatever the suite's.)"""
+    code = """
+        import gc, json, numpy as np, pygpu
+        MiB = 1 << 20
+        pygpu.transfer_config(register_limit=256 * MiB)
+        rng = np.random.default_rng(5)
+        a, b = (rng.integers(0, 255, 34 * MiB, dtype=np.uint8) for _ in range(2))
+        inner = lambda x: x[8192:-8192]
+
+        def meet(x, times=2):
+            for _ in range(times):
+                out = np.empty_like(x)
+                pygpu.to_gpu(x).get(ary=out)
+                assert (out == x).all()
+        meet(a)
+        meet(b)
+        s = pygpu.registered_stats()
+        report = {"first": [s["registered"], s["refused"], s["buffers"],
+                            pygpu.is_pinned(inner(a)), pygpu.is_pinned(inner(b))]}
+        del a
+        gc.collect()
+        meet(b)
+        s = pygpu.registered_stats()
+        report["after"] = [s["registered"], s["refused"], s["buffers"], s["bytes"] <= b.nbytes,
+                           pygpu.is_pinned(inner(b))]
+        pygpu.transfer_config(register_limit=0)
+        s = pygpu.registered_stats()
+        report["off"] = [s["buffers"], s["bytes"], pygpu.is_pinned(inner(b))]
+        meet(b)
+        print(json.dumps(report))
+    """
+    env = {"PYGPU_BACKEND": "host", "PYGPU_HOST_LOCKED": "40M", "PYGPU_REGISTER_LIMIT": ""}
+    report = json.loads(run_python(code, env=env).stdout.splitlines()[-1])
+    assert report["first"] == [1, 1, 1, True, False]
+    assert report["after"] == [2, 1, 1, True, True]
+    assert report["off"] == [0, 0, False]
 
 
 def test_a_registered_buffer_copies_its_ends_beside_its_pages(run_python):

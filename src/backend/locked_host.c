@@ -53,3 +53,14 @@ size_t pygpu_locked_left(const void *p)
     pthread_mutex_unlock(&locked_lock);
     return left;
 }
+
+size_t pygpu_locked_bytes(void)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&locked_lock);
+    for (int i = 0; i < LOCKED_MAX; i++)
+        if (locked[i].p)
+            n += locked[i].n;
+    pthread_mutex_unlock(&locked_lock);
+    return n;
+}

@@ -15,5 +15,7 @@ int pygpu_locked_add(const void *p, size_t n);
 int pygpu_locked_remove(const void *p);
 /* The bytes from `p` to the end of the range it lies in (0: none). */
 size_t pygpu_locked_left(const void *p);
+/* The bytes of every range in the table. */
+size_t pygpu_locked_bytes(void);
 
 #endif /* PYGPU_BACKEND_LOCKED_HOST_H */

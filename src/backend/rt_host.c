@@ -121,6 +121,7 @@ static atomic_long fail_copy_seen;
 static size_t memory_limit;             /* 0: the physical memory */
 static atomic_size_t memory_in_use;
 static size_t pool_limit;               /* bytes the pool of freed blocks may hold */
+static size_t locked_limit;             /* bytes host_register may hold at once (0: no limit) */
 
 static void read_pool_config(void);
 
@@ -133,6 +134,7 @@ static void read_config(void)
     capture_all = env->host_capture ? PYGPU_CAPTURE_ACTIVE : PYGPU_CAPTURE_NONE;
     fail_copy_bytes = env->host_fail_copy_bytes;
     fail_copy_nth = env->host_fail_copy_nth;
+    locked_limit = env->host_locked;
     read_pool_config();
 }
 
@@ -483,10 +485,15 @@ pygpu_status pygpu_rt_host_free(void *p)
     return block_free(p);
 }
 
+/* Within PYGPU_HOST_LOCKED (an operating system's locked-memory limit):
+ * more is refused with out of memory, as CUDA refuses it. */
 pygpu_status pygpu_rt_host_register(void *p, size_t n)
 {
+    config();
     if (p == NULL || n == 0 || pygpu_locked_left(p) || pygpu_locked_left((char *)p + n - 1))
         return fail(H_INVALID_VALUE);           /* (a page registered already) */
+    if (locked_limit && pygpu_locked_bytes() + n > locked_limit)
+        return fail(H_MEMORY_ALLOCATION);
     return pygpu_locked_add(p, n) < 0 ? fail(H_MEMORY_ALLOCATION) : H_SUCCESS;
 }
 
