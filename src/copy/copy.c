@@ -328,8 +328,9 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
     PyEval_RestoreThread(c.ts);
     pygpu_mark(11);
     /* (Its pages are let go only once the stream is past it; a captured
-     * copy runs when its graph does, the owner's to keep alive till then.) */
-    if (async && reg && !captured) {
+     * copy runs when its graph does, the owner's to keep alive till then;
+     * one whose host side goes apart has no DMA of those pages at all.) */
+    if (async && reg && !captured && !c.host_apart) {
         int d = dev;
         if (d < 0 && pygpu_rt_get_device(&d) != 0)
             (void)pygpu_rt_get_last_error();
