@@ -5,7 +5,12 @@ off, as bench --scale's mid-size table), the median time between each mark
 and the next, beside the bare loop's whole transfer.
 
     CFLAGS=-DPYGPU_MARKS python setup.py build_ext --inplace
-    python tools/research/call-marks.py [--reps N] [SIZE ...]     (default 64K 256K 1M)
+    python tools/research/call-marks.py [--reps N] [--after] [SIZE ...]     (default 64K 256K 1M)
+
+With --after: measured, then bench --scale's "beside" and fresh-destination
+sections run (a thread moving 1 GiB beside 1 MiB copies, downloads into
+fresh 256 MiB arrays), then measured again: in the whole --scale run the
+mid-size calls come out slower than in a fresh process.
 
 The marks (a mark a call does not pass is left out):
    0 the method entered (arguments not yet parsed)
@@ -43,11 +48,22 @@ def main():
     from pygpu.bench import pageable_array, parse_size, registration, size_name
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=2000)
+    ap.add_argument("--after", action="store_true")
     ap.add_argument("sizes", nargs="*", default=["64K", "256K", "1M"])
     args = ap.parse_args()
     lib = pygpu.backend_module
     if lib._marks() is None:
         raise SystemExit("call-marks: build with CFLAGS=-DPYGPU_MARKS first")
+    measure(args, lib, pygpu, pageable_array, parse_size, registration, size_name)
+    if args.after:
+        from pygpu import bench_scale
+        bench_scale.latency_beside(budget=0.3, own_streams=True)
+        bench_scale.fresh_downloads((256 << 20,), 0.3)
+        print("== after bench --scale's beside and fresh-destination sections")
+        measure(args, lib, pygpu, pageable_array, parse_size, registration, size_name)
+
+
+def measure(args, lib, pygpu, pageable_array, parse_size, registration, size_name):
     with registration(0):
         for n in map(parse_size, args.sizes):
             h, out = pageable_array(n), pageable_array(n)
