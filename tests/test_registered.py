@@ -365,6 +365,37 @@ def test_pages_an_asynchronous_copy_was_queued_on_are_let_go_after_it(limit, rng
     np.testing.assert_array_equal(g.get(), want)
 
 
+def test_many_asynchronous_copies_of_registered_pages_on_several_streams(limit, rng):
+    """More asynchronous copies of one registered buffer than it keeps
+    events for (8), on three streams, each into its own device array and
+    back into its own page-locked array: those done are given back, the
+    oldest waited for when none is, and the registration let go after
+    them; every copy has NumPy's data."""
+    x = rng.integers(0, 255, BIG, dtype=np.uint8)
+    pygpu.to_gpu(x)
+    pygpu.to_gpu(x)
+    assert stats()["buffers"] == 1
+    pages = inside(x)
+    part = pages[: 4 * MiB]
+    streams = [pygpu.Stream(non_blocking=True) for _ in range(3)]
+    sent, back = [], []
+    for i in range(20):
+        s = streams[i % 3]
+        g = pygpu.to_gpu_async(part, stream=s)          # (page-locked in place: queued, an event kept)
+        out = pygpu.pagelocked_empty(part.shape, np.uint8)
+        g.get_async(ary=out, stream=s)
+        sent.append(g)
+        back.append(out)
+    want = part.copy()
+    pygpu.transfer_config(register_limit=0)             # let go while copies may be queued
+    assert stats()["buffers"] == 0
+    for s in streams:
+        s.synchronize()
+    for g, out in zip(sent, back):
+        np.testing.assert_array_equal(out, want)
+        np.testing.assert_array_equal(g.get(), want)
+
+
 def test_registrations_the_system_refuses_are_staged_and_counted(run_python):
     """Memory pressure on page-locked memory: the host backend under
     PYGPU_HOST_LOCKED (a locked-memory limit of the operating system's,
