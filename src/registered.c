@@ -81,19 +81,24 @@ static int refers_to(PyObject *wr, PyObject *obj)
 }
 
 /* Wait for the copies `q[0..n)` (an asynchronous copy queued on a stream
- * may still be reading or writing pages about to be let go) and give
- * their events back.  Each waits for its own stream's work up to it, not
- * the device: a device-wide synchronization would break a capture
- * another thread has begun on that device (the runtime refuses it in
- * every capture mode), and the event's wait is made in relaxed mode
- * (rt_gpu.c).  Without the GIL. */
-static void drain(queued_copy *q, int n)
+ * may still be reading or writing pages about to be let go).  Each waits
+ * for its own stream's work up to it, not the device: a device-wide
+ * synchronization would break a capture another thread has begun on that
+ * device (the runtime refuses it in every capture mode), and the event's
+ * wait is made in relaxed mode (rt_gpu.c).  Without the GIL. */
+static void wait_for(const queued_copy *q, int n)
 {
-    for (int k = 0; k < n; k++) {
+    for (int k = 0; k < n; k++)
         if (pygpu_rt_event_synchronize(q[k].ev) != 0)
             (void)pygpu_rt_get_last_error();
+}
+
+/* wait_for, then their events given back. */
+static void drain(queued_copy *q, int n)
+{
+    wait_for(q, n);
+    for (int k = 0; k < n; k++)
         pygpu_event_give(q[k].device, q[k].ev);
-    }
 }
 
 /* Unregister slot i's pages and free the slot (not while a copy uses it:
@@ -110,11 +115,13 @@ static void release(int i)
     memcpy(queued, r->queued, sizeof queued);
     r->n_queued = 0;
     r->busy = 1;
-    if (!pygpu_fork_broken() && !r->unpinned) {     /* (a forked child leaves the parent's alone) */
-        pygpu_status s;
+    if (!pygpu_fork_broken()) {     /* (a forked child leaves the parent's pages and events alone) */
+        pygpu_status s = 0;
+        int pinned = !r->unpinned;  /* (unregistered before a fork already, its copies waited for) */
         Py_BEGIN_ALLOW_THREADS
         drain(queued, n);
-        s = pygpu_rt_host_unregister(start);
+        if (pinned)
+            s = pygpu_rt_host_unregister(start);
         Py_END_ALLOW_THREADS
         if (s != 0)
             (void)pygpu_rt_get_last_error();    /* (memory unmapped already: nothing left to undo) */
@@ -319,8 +326,7 @@ static void registered_fork(enum pygpu_fork_phase phase)
     for (int i = 0; i < PYGPU_REGISTER_SLOTS; i++) {
         slot *r = &regs[i];
         if (r->wr && !r->busy && !r->inflight && !r->unpinned) {
-            drain(r->queued, r->n_queued);
-            r->n_queued = 0;
+            wait_for(r->queued, r->n_queued);   /* (kept: events.c's own fork handler holds its lock now, or soon) */
             if (pygpu_rt_host_unregister(r->start) != 0)
                 (void)pygpu_rt_get_last_error();
             r->unpinned = 1;

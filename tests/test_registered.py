@@ -230,6 +230,33 @@ def test_a_forked_child_reads_a_registered_array_whole(limit):
     assert stats()["registered"] >= made
 
 
+def test_events_of_asynchronous_copies_come_back_after_a_fork(limit):
+    """Asynchronous copies of registered pages keep an event each until
+    the pages are let go; a fork unregisters the pages first (after those
+    copies), and the registration let go after it gives the events back to
+    the device's reuse, none lost."""
+    lib = pygpu.backend_module
+    x = np.arange(BIG // 4, dtype=np.int32)
+    pygpu.to_gpu(x)
+    pygpu.to_gpu(x)
+    assert stats()["buffers"] == 1
+    pages = inside(x)
+    s = pygpu.Stream(non_blocking=True)
+    sent = [pygpu.to_gpu_async(pages[:MiB], stream=s) for _ in range(3)]
+    s.synchronize()
+    kept = lib._events_kept(pygpu.get_device())
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
+    pygpu.transfer_config(register_limit=0)
+    assert stats()["buffers"] == 0
+    assert lib._events_kept(pygpu.get_device()) == min(kept + 3, 16)
+    for g in sent:
+        np.testing.assert_array_equal(g.get(), pages[:MiB])
+
+
 def test_threads_meeting_shared_and_own_buffers_under_a_tight_limit(limit, rng):
     """Four threads move their own and shared buffers up and down while the
     limit (two buffers) makes registrations come and go: every result is
