@@ -35,6 +35,10 @@
 #   bash tools/gpu-check.sh stress     build + tests/test_stress.py for GPU_CHECK_STRESS_S seconds a case (default 90:
 #                                      threads moving data at random, every result checked) + the fuzz tests
 #                                      hunting GPU_CHECK_EXAMPLES fresh examples each (default 300)
+#   bash tools/gpu-check.sh marks      a build with marks (CFLAGS=-DPYGPU_MARKS, research only, removed after):
+#                                      tools/research/call-marks.py --after 64K 256K 1M: where a mid-size
+#                                      call's time goes, before and after bench --scale's beside and fresh
+#                                      sections (docs/performance.md: mid-size calls slow down after them)
 #   bash tools/gpu-check.sh ab         build + python -m pygpu.bench (8 B to 256 MiB, no peers), then
 #                                      tools/research/ab-staging.py: as built against each setting
 #                                      in $GPU_CHECK_AB (default AB_THREADS=8), interleaved, 3 rounds
@@ -104,6 +108,15 @@ PY
     PYGPU_EXPECT_BACKENDS=host,cuda,hip PYGPU_EXPECT_CUDA_FROM=pypi timeout "${GPU_CHECK_TEST_S:-400}" \
         $py -m pytest -q -ra -p no:cacheprovider -c "$repo/pyproject.toml" --rootdir "$repo" "$repo/tests" 2>&1 \
         | tee "$OUT/wheel-tests.log" | tail -25
+    exit 0
+fi
+
+if [ "$what" = marks ]; then
+    rm -rf build pygpu/*.so
+    CFLAGS=-DPYGPU_MARKS python3 setup.py -q build_ext --inplace >"$OUT/build.log" 2>&1 \
+        || { tail -40 "$OUT/build.log"; exit 1; }
+    python3 tools/research/call-marks.py --after 64K 256K 1M 2>&1 | tee "$OUT/call-marks.txt"
+    rm -rf build pygpu/*.so     # (a marks build is for research only)
     exit 0
 fi
 
