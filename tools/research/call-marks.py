@@ -31,6 +31,7 @@ and "python" is the time from the caller's clock before the call to mark 0
 plus mark 13 to its clock after.
 """
 import argparse
+import os
 import time
 
 import numpy as np
@@ -55,12 +56,21 @@ def main():
     if lib._marks() is None:
         raise SystemExit("call-marks: build with CFLAGS=-DPYGPU_MARKS first")
     measure(args, lib, pygpu, pageable_array, parse_size, registration, size_name)
+    print(f"== threads in the process: {threads()}")
     if args.after:
         from pygpu import bench_scale
         bench_scale.latency_beside(budget=0.3, own_streams=True)
         bench_scale.fresh_downloads((256 << 20,), 0.3)
-        print("== after bench --scale's beside and fresh-destination sections")
+        print(f"== after bench --scale's beside and fresh-destination sections; threads in the process: {threads()}")
         measure(args, lib, pygpu, pageable_array, parse_size, registration, size_name)
+
+
+def threads():
+    """The process's threads (PyGPU's workers among them), where Linux tells."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return "?"
 
 
 def measure(args, lib, pygpu, pageable_array, parse_size, registration, size_name):
