@@ -38,7 +38,9 @@
 #   bash tools/gpu-check.sh marks      a build with marks (CFLAGS=-DPYGPU_MARKS, research only, removed after):
 #                                      tools/research/call-marks.py --after 64K 256K 1M: where a mid-size
 #                                      call's time goes, before and after bench --scale's beside and fresh
-#                                      sections (docs/performance.md: mid-size calls slow down after them)
+#                                      sections (docs/performance.md: mid-size calls slow down after them);
+#                                      tools/research/workers-wake.c: a job with more workers started than it
+#                                      wants (and with .ab-base's workers.c, an earlier commit's, if there)
 #   bash tools/gpu-check.sh ab         build + python -m pygpu.bench (8 B to 256 MiB, no peers), then
 #                                      tools/research/ab-staging.py: as built against each setting
 #                                      in $GPU_CHECK_AB (default AB_THREADS=8), interleaved, 3 rounds
@@ -117,6 +119,11 @@ if [ "$what" = marks ]; then
         || { tail -40 "$OUT/build.log"; exit 1; }
     python3 tools/research/call-marks.py --after 64K 256K 1M 2>&1 | tee "$OUT/call-marks.txt"
     rm -rf build pygpu/*.so     # (a marks build is for research only)
+    for tree in . .ab-base; do
+        [ -f "$tree/src/transfer/workers.c" ] || continue
+        gcc -O2 -std=c11 -pthread -Isrc tools/research/workers-wake.c "$tree/src/transfer/workers.c" \
+            -o /tmp/workers-wake && echo "== workers-wake ($tree's workers.c)" && /tmp/workers-wake 7 14
+    done
     exit 0
 fi
 

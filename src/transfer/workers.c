@@ -49,10 +49,17 @@ static unsigned long slot_seq;
 static pthread_mutex_t slots_mu = PTHREAD_MUTEX_INITIALIZER;  /* slot_taken, slot_seq, starting workers */
 static pthread_mutex_t work_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t work_cv = PTHREAD_COND_INITIALIZER;
+/* Workers beyond job_workers sleep apart, on idle_cv, woken only when
+ * job_workers grows past them: a broadcast to every sleeping worker at
+ * each job woke them all, and once a big transfer had started many, each
+ * mid-size call paid for waking those it did not want
+ * (docs/performance.md: mid-size calls slow down after the bench's other
+ * sections). */
+static pthread_cond_t idle_cv = PTHREAD_COND_INITIALIZER;
 static atomic_int nworkers;       /* started (they only grow, under slots_mu) */
 static atomic_int alive, quitting;      /* workers running; set at exit: they stop */
 static atomic_ulong job_gen;            /* moves on at every job: a sign to look */
-static atomic_int sleepers;
+static atomic_int sleepers, idlers;     /* waiting on work_cv, on idle_cv */
 static atomic_int job_workers;          /* workers [0, job_workers) take part; the others sleep */
 /* While a staged transfer runs the workers spin without yielding or
  * sleeping: it hands them a job every few tens of microseconds, and a
@@ -133,11 +140,21 @@ static void *worker_main(void *arg)
         }
         if (atomic_load(&job_gen) == seen && !(me < atomic_load(&job_workers) && oldest_open())) {
             pthread_mutex_lock(&work_mu);
-            atomic_fetch_add(&sleepers, 1);
-            while (atomic_load(&job_gen) == seen && (atomic_load(&hot) == 0 || me >= atomic_load(&job_workers)) &&
-                   !atomic_load(&quitting))
-                pthread_cond_wait(&work_cv, &work_mu);
-            atomic_fetch_sub(&sleepers, 1);
+            /* (idlers counted before job_workers is read again: allow_workers
+             * stores it before it reads idlers, so one of the two sees the other) */
+            atomic_fetch_add(&idlers, 1);
+            if (me >= atomic_load(&job_workers)) {
+                while (me >= atomic_load(&job_workers) && !atomic_load(&quitting))
+                    pthread_cond_wait(&idle_cv, &work_mu);
+                atomic_fetch_sub(&idlers, 1);
+            } else {
+                atomic_fetch_sub(&idlers, 1);
+                atomic_fetch_add(&sleepers, 1);
+                while (atomic_load(&job_gen) == seen && (atomic_load(&hot) == 0 || me >= atomic_load(&job_workers)) &&
+                       !atomic_load(&quitting))
+                    pthread_cond_wait(&work_cv, &work_mu);
+                atomic_fetch_sub(&sleepers, 1);
+            }
             pthread_mutex_unlock(&work_mu);
         }
         seen = atomic_load(&job_gen);
@@ -156,16 +173,21 @@ static void wake_sleepers(void)
 }
 
 /* Workers [0, want) take part: at least `want` while a transfer is hot
- * (another transfer in flight may want more), exactly `want` otherwise. */
+ * (another transfer in flight may want more), exactly `want` otherwise;
+ * those it lets in that sleep apart (idle_cv) are woken. */
 static void allow_workers(int want)
 {
-    int cur = atomic_load(&job_workers);
-    if (atomic_load(&hot) == 0) {
-        atomic_store(&job_workers, want);
-        return;
+    int cur = atomic_load(&job_workers), grew = 0;
+    if (atomic_load(&hot) == 0)
+        grew = atomic_exchange(&job_workers, want) < want;
+    else
+        while (cur < want && !(grew = atomic_compare_exchange_weak(&job_workers, &cur, want)))
+            ;
+    if (grew && atomic_load(&idlers) > 0) {
+        pthread_mutex_lock(&work_mu);
+        pthread_cond_broadcast(&idle_cv);
+        pthread_mutex_unlock(&work_mu);
     }
-    while (cur < want && !atomic_compare_exchange_weak(&job_workers, &cur, want))
-        ;
 }
 
 /* At exit the workers stop, and are waited for (a second at most), so that
@@ -177,6 +199,7 @@ static void stop_workers(void)
     atomic_store(&quitting, 1);
     pthread_mutex_lock(&work_mu);
     pthread_cond_broadcast(&work_cv);
+    pthread_cond_broadcast(&idle_cv);
     pthread_mutex_unlock(&work_mu);
     for (int i = 0; i < 1000 && atomic_load(&alive) > 0; i++) {
         struct timespec ms = {0, 1000000};
@@ -295,7 +318,9 @@ static void workers_fork(enum pygpu_fork_phase phase)
     memset(slots, 0, sizeof slots);
     memset(slot_taken, 0, sizeof slot_taken);
     pthread_cond_init(&work_cv, NULL);
+    pthread_cond_init(&idle_cv, NULL);
     atomic_store(&sleepers, 0);
+    atomic_store(&idlers, 0);
     atomic_store(&alive, 0);
     atomic_store(&hot, 0);
     atomic_store(&job_workers, 0);

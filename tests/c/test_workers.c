@@ -4,7 +4,8 @@
  * join returns, whether the workers took part or the caller ran it alone;
  * jobs of different callers open at once all complete (no caller waits
  * on parts nobody runs), with transfers "hot" and cold, and more callers
- * than job slots.
+ * than job slots.  Workers a job leaves out sleep apart, and a later job
+ * that wants them again wakes them.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
@@ -14,6 +15,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 /* The pool registers a fork handler; these tests do not fork. */
 void pygpu_fork_register(pygpu_fork_fn fn) { (void)fn; }
@@ -69,6 +71,43 @@ static void *caller(void *arg)
     return NULL;
 }
 
+/* Parts that take a while (so that woken workers get some), each noting
+ * the thread that ran it. */
+#define SLOW_PARTS 24
+static pthread_t ran_by[SLOW_PARTS];
+
+static void slow_part(void *arg, int k, int nparts)
+{
+    (void)arg;
+    (void)nparts;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 200000L);
+    ran_by[k] = pthread_self();
+}
+
+/* Threads that ran some part of jobs of `threads` threads (heated as a
+ * transfer does), at most `max` told apart, over `jobs` jobs. */
+static int threads_seen(int threads, int jobs, pthread_t *seen, int max)
+{
+    int n = 0;
+    for (int i = 0; i < jobs; i++) {
+        pygpu_workers_heat(threads - 1);
+        pygpu_run_parallel(slow_part, NULL, SLOW_PARTS, threads);
+        pygpu_workers_cool();
+        for (int k = 0; k < SLOW_PARTS; k++) {
+            int known = 0;
+            for (int m = 0; m < n && !known; m++)
+                known = pthread_equal(seen[m], ran_by[k]);
+            if (!known && n < max)
+                seen[n++] = ran_by[k];
+        }
+    }
+    return n;
+}
+
 int main(void)
 {
     pthread_t t[CALLERS];
@@ -88,5 +127,15 @@ int main(void)
     pygpu_run_parallel(part, &j, j.nparts, 4);
     for (int k = 0; k < j.nparts; k++)
         CHECK(atomic_load(&j.ran[k]) == 1);
+    /* Jobs of 2 threads (one worker wanted: the others, started by the
+     * crowd, go to sleep apart), then jobs of 6: the workers left out are
+     * woken, and parts run on more threads than the caller and one worker. */
+    pthread_t seen[8];
+    for (int i = 0; i < 20; i++) {
+        struct timespec gap = {0, 100000};
+        CHECK(threads_seen(2, 1, seen, 8) >= 1);
+        nanosleep(&gap, NULL);
+    }
+    CHECK(threads_seen(6, 20, seen, 8) >= 3);
     return check_done("test_workers");
 }
