@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
 
 /* The pool registers a fork handler; these tests do not fork. */
@@ -71,41 +72,59 @@ static void *caller(void *arg)
     return NULL;
 }
 
-/* Parts that take a while (so that woken workers get some), each noting
- * the thread that ran it. */
+/* A job whose parts each note the thread that ran it, then wait until
+ * `want` threads have run some part of it or its deadline has passed:
+ * the workers it wakes get parts whatever the scheduling (under valgrind
+ * threads take turns), and workers that never wake cost it the deadline. */
 #define SLOW_PARTS 24
-static pthread_t ran_by[SLOW_PARTS];
+static struct {
+    pthread_mutex_t mu;
+    pthread_t seen[8];
+    int n, want;
+    struct timespec deadline;
+} spread = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-static void slow_part(void *arg, int k, int nparts)
+static int passed(const struct timespec *t)
 {
-    (void)arg;
-    (void)nparts;
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    do
-        clock_gettime(CLOCK_MONOTONIC, &t);
-    while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 200000L);
-    ran_by[k] = pthread_self();
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return now.tv_sec > t->tv_sec || (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
 }
 
-/* Threads that ran some part of jobs of `threads` threads (heated as a
- * transfer does), at most `max` told apart, over `jobs` jobs. */
-static int threads_seen(int threads, int jobs, pthread_t *seen, int max)
+static void spread_part(void *arg, int k, int nparts)
 {
-    int n = 0;
-    for (int i = 0; i < jobs; i++) {
-        pygpu_workers_heat(threads - 1);
-        pygpu_run_parallel(slow_part, NULL, SLOW_PARTS, threads);
-        pygpu_workers_cool();
-        for (int k = 0; k < SLOW_PARTS; k++) {
-            int known = 0;
-            for (int m = 0; m < n && !known; m++)
-                known = pthread_equal(seen[m], ran_by[k]);
-            if (!known && n < max)
-                seen[n++] = ran_by[k];
-        }
+    (void)arg;
+    (void)k;
+    (void)nparts;
+    pthread_mutex_lock(&spread.mu);
+    int known = 0;
+    for (int m = 0; m < spread.n && !known; m++)
+        known = pthread_equal(spread.seen[m], pthread_self());
+    if (!known && spread.n < 8)
+        spread.seen[spread.n++] = pthread_self();
+    pthread_mutex_unlock(&spread.mu);
+    for (;;) {
+        pthread_mutex_lock(&spread.mu);
+        int enough = spread.n >= spread.want || passed(&spread.deadline);
+        pthread_mutex_unlock(&spread.mu);
+        if (enough)
+            break;
+        sched_yield();
     }
-    return n;
+}
+
+/* The threads that ran parts of one job of `threads` threads (heated as a
+ * transfer does), waiting up to `seconds` for `want` of them. */
+static int threads_seen(int threads, int want, int seconds)
+{
+    spread.n = 0;
+    spread.want = want;
+    clock_gettime(CLOCK_MONOTONIC, &spread.deadline);
+    spread.deadline.tv_sec += seconds;
+    pygpu_workers_heat(threads - 1);
+    pygpu_run_parallel(spread_part, NULL, SLOW_PARTS, threads);
+    pygpu_workers_cool();
+    return spread.n;
 }
 
 int main(void)
@@ -128,14 +147,15 @@ int main(void)
     for (int k = 0; k < j.nparts; k++)
         CHECK(atomic_load(&j.ran[k]) == 1);
     /* Jobs of 2 threads (one worker wanted: the others, started by the
-     * crowd, go to sleep apart), then jobs of 6: the workers left out are
-     * woken, and parts run on more threads than the caller and one worker. */
-    pthread_t seen[8];
+     * crowd, go to sleep apart), then a job of 6: the workers left out are
+     * woken, and its parts run on more threads than the caller and one
+     * worker (the deadline is only for the failure: a few microseconds
+     * when they wake). */
     for (int i = 0; i < 20; i++) {
         struct timespec gap = {0, 100000};
-        CHECK(threads_seen(2, 1, seen, 8) >= 1);
+        CHECK(threads_seen(2, 1, 0) >= 1);
         nanosleep(&gap, NULL);
     }
-    CHECK(threads_seen(6, 20, seen, 8) >= 3);
+    CHECK(threads_seen(6, 3, 10) >= 3);
     return check_done("test_workers");
 }
