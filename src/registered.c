@@ -365,7 +365,7 @@ void pygpu_registered_queued(int handle, int device, pygpu_stream_t s)
     if (handle <= 0)
         return;
     slot *r = &regs[handle - 1];
-    if (r->n_queued == PYGPU_REGISTER_QUEUED) { /* (full: those done given back) */
+    while (r->n_queued == PYGPU_REGISTER_QUEUED) {      /* (full: those done given back) */
         int k = 0;
         for (int j = 0; j < r->n_queued; j++) {
             if (pygpu_rt_event_query(r->queued[j].ev) == 0)
@@ -374,9 +374,11 @@ void pygpu_registered_queued(int handle, int device, pygpu_stream_t s)
                 r->queued[k++] = r->queued[j];
         }
         (void)pygpu_rt_get_last_error();
-        r->n_queued = k;
-    }
-    if (r->n_queued == PYGPU_REGISTER_QUEUED) { /* (still full: the oldest waited for; the copy holds the slot) */
+        if ((r->n_queued = k) < PYGPU_REGISTER_QUEUED)
+            break;
+        /* Still full: the oldest waited for, the GIL released (the copy
+         * holds the slot); another thread's copy of it may fill it
+         * meanwhile, and then it is looked at again. */
         queued_copy oldest = r->queued[0];
         memmove(r->queued, r->queued + 1, (size_t)(--r->n_queued) * sizeof *r->queued);
         Py_BEGIN_ALLOW_THREADS
