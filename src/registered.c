@@ -101,6 +101,16 @@ static void drain(queued_copy *q, int n)
         pygpu_event_give(q[k].device, q[k].ev);
 }
 
+/* Move the copies slot `r` keeps into `out` (PYGPU_REGISTER_QUEUED of
+ * them at most); how many. */
+static int take_queued(slot *r, queued_copy *out)
+{
+    int n = r->n_queued;
+    memcpy(out, r->queued, (size_t)n * sizeof *out);
+    r->n_queued = 0;
+    return n;
+}
+
 /* Unregister slot i's pages and free the slot (not while a copy uses it:
  * its owner is alive then, and the slot goes at a later meeting; after
  * the devices that asynchronous copies of it were queued on are done). */
@@ -111,9 +121,7 @@ static void release(int i)
         return;
     char *start = r->start;
     queued_copy queued[PYGPU_REGISTER_QUEUED];
-    int n = r->n_queued;
-    memcpy(queued, r->queued, sizeof queued);
-    r->n_queued = 0;
+    int n = take_queued(r, queued);
     r->busy = 1;
     if (!pygpu_fork_broken()) {     /* (a forked child leaves the parent's pages and events alone) */
         pygpu_status s = 0;
@@ -401,11 +409,9 @@ void pygpu_registered_wait_all(void)
     for (int i = 0; i < PYGPU_REGISTER_SLOTS; i++) {
         slot *r = &regs[i];
         queued_copy queued[PYGPU_REGISTER_QUEUED];
-        int n = r->n_queued;
-        if (!n || r->busy)
+        if (!r->n_queued || r->busy)
             continue;
-        memcpy(queued, r->queued, sizeof queued);
-        r->n_queued = 0;
+        int n = take_queued(r, queued);
         Py_BEGIN_ALLOW_THREADS
         drain(queued, n);
         Py_END_ALLOW_THREADS

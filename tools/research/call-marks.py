@@ -46,7 +46,6 @@ NAMES = {
 
 def main():
     import pygpu
-    from pygpu.bench import pageable_array, parse_size, registration, size_name
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=2000)
     ap.add_argument("--after", action="store_true")
@@ -55,14 +54,14 @@ def main():
     lib = pygpu.backend_module
     if lib._marks() is None:
         raise SystemExit("call-marks: build with CFLAGS=-DPYGPU_MARKS first")
-    measure(args, lib, pygpu, pageable_array, parse_size, registration, size_name)
+    measure(args, lib)
     print(f"== threads in the process: {threads()}")
     if args.after:
         from pygpu import bench_scale
         bench_scale.latency_beside(budget=0.3, own_streams=True)
         bench_scale.fresh_downloads((256 << 20,), 0.3)
         print(f"== after bench --scale's beside and fresh-destination sections; threads in the process: {threads()}")
-        measure(args, lib, pygpu, pageable_array, parse_size, registration, size_name)
+        measure(args, lib)
 
 
 def threads():
@@ -73,7 +72,10 @@ def threads():
         return "?"
 
 
-def measure(args, lib, pygpu, pageable_array, parse_size, registration, size_name):
+def measure(args, lib):
+    """Each size's set and get(ary): the median time of each step, beside the bare loop's."""
+    import pygpu
+    from pygpu.bench import pageable_array, parse_size, registration, size_name
     with registration(0):
         for n in map(parse_size, args.sizes):
             h, out = pageable_array(n), pageable_array(n)
