@@ -272,7 +272,8 @@ def extensions():
         else:
             inc, lib, nvcc, origin = found
             ext = backend_extension(
-                "cuda", "src/backend/rt_gpu.c", include_dirs=[inc], library_dirs=[lib],
+                "cuda", "src/backend/rt_gpu.c", extra_sources=["src/backend/diagnose_gpu.c"],
+                include_dirs=[inc], library_dirs=[lib],
                 libraries=["cudart_static", "dl", "rt", "pthread"], optional=True)
             ext.nvcc, ext.cudart = nvcc, cudart_version(inc)
             ext.runtime = f"CUDA {cuda_version_text(ext.cudart)} runtime from {origin}"
@@ -285,7 +286,8 @@ def extensions():
         else:
             inc, libs = found
             exts.append(backend_extension(
-                "hip", "src/backend/rt_gpu.c", macros=[("__HIP_PLATFORM_AMD__", "1")],
+                "hip", "src/backend/rt_gpu.c", extra_sources=["src/backend/diagnose_gpu.c"],
+                macros=[("__HIP_PLATFORM_AMD__", "1")],
                 include_dirs=inc, library_dirs=libs, runtime_library_dirs=libs,
                 libraries=["amdhip64", "dl"], optional=True))
     return exts

@@ -154,7 +154,7 @@ ENV_FILE = os.path.join("src", "env.c")
 # The vendors' own variables (CUDA_VISIBLE_DEVICES and the like) belong to
 # their runtimes: the GPU backend reads them where it explains a missing
 # device, and that one file may call getenv besides env.c.
-VENDOR_GETENV = {os.path.join("src", "backend", "rt_gpu.c"): "the vendors' *_VISIBLE_DEVICES, in VISIBLE_VARS"}
+VENDOR_GETENV = {os.path.join("src", "backend", "diagnose_gpu.c"): "the vendors' *_VISIBLE_DEVICES, in VISIBLE_VARS"}
 
 
 def read(rel):
@@ -164,7 +164,7 @@ def read(rel):
 
 def c_env_names():
     """Every variable the C sources read: getenv's literal arguments, and the
-    vendor lists that rt_gpu.c hands to getenv."""
+    vendor lists that diagnose_gpu.c hands to getenv."""
     names = set()
     for path in sources((".c", ".h")):
         text = read(os.path.relpath(path, ROOT))
