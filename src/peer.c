@@ -97,23 +97,33 @@ pygpu_status pygpu_peer_disable(int dev, int peer)
     return s;
 }
 
-/* Free `p` (from malloc_async on the legacy stream if `pooled`) on `dev`. */
-static pygpu_status free_on(int dev, void *p, int pooled)
+/* On `dev`: free `p` (from malloc_async on `s` if `pooled`) and let
+ * stream `s` go (the runtime frees it once its work is done). */
+static pygpu_status let_go_on(int dev, void *p, int pooled, pygpu_stream_t s)
 {
-    pygpu_status s = pygpu_rt_set_device(dev);
-    if (s == 0 && p)
-        s = pooled ? pygpu_rt_free_async(p, PYGPU_STREAM_NULL) : pygpu_rt_free(p);
-    return s;
+    pygpu_status r = pygpu_rt_set_device(dev);
+    if (r == 0 && p)
+        r = pooled ? pygpu_rt_free_async(p, s) : pygpu_rt_free(p);
+    if (s) {
+        pygpu_status d = pygpu_rt_stream_destroy(s);
+        r = r ? r : d;
+    }
+    return r;
 }
 
 /* *lands = 1 if a small copy from a block of `src`'s pool to one of
- * `dst`'s, by the runtime's peer copy, arrives whole.  The current device
- * is kept. */
+ * `dst`'s, by the runtime's peer copy, arrives whole.  Each device's part
+ * goes on a non-blocking stream of the check's own and waits for that
+ * stream alone: neither a default stream nor a device-wide wait, which
+ * the runtime refuses while any capture is in progress on the device and
+ * which would break that capture (another library's, say, recording when
+ * the pair is first used).  The current device is kept. */
 static pygpu_status copy_lands(int dst, int src, int *lands)
 {
     enum { N = 256 };
     unsigned char sent[N], back[N];
     void *a = NULL, *b = NULL;
+    pygpu_stream_t sa = NULL, sb = NULL;
     int prev = -1, pa = 0, pb = 0;
     for (int i = 0; i < N; i++)
         sent[i] = (unsigned char)(i * 7 + 1);
@@ -121,17 +131,24 @@ static pygpu_status copy_lands(int dst, int src, int *lands)
     *lands = 0;
     pygpu_status s = pygpu_rt_get_device(&prev);
     if (s == 0 && (s = pygpu_rt_set_device(src)) == 0 &&
-        (s = pygpu_rt_malloc_async(&a, N, PYGPU_STREAM_NULL, &pa)) == 0 &&
-        (s = pygpu_rt_memcpy(a, sent, N, PYGPU_COPY_H2D)) == 0)
-        s = pygpu_rt_device_synchronize();
+        (s = pygpu_rt_stream_create(&sa, PYGPU_STREAM_NON_BLOCKING, 0)) == 0 &&
+        (s = pygpu_rt_malloc_async(&a, N, sa, &pa)) == 0 &&
+        (s = pygpu_rt_memcpy_async(a, sent, N, PYGPU_COPY_H2D, sa)) == 0)
+        s = pygpu_rt_stream_synchronize(sa);
     if (s == 0 && (s = pygpu_rt_set_device(dst)) == 0 &&
-        (s = pygpu_rt_malloc_async(&b, N, PYGPU_STREAM_NULL, &pb)) == 0 &&
-        (s = pygpu_rt_memset_async(b, 0, N, PYGPU_STREAM_NULL)) == 0 &&
-        (s = pygpu_rt_memcpy_peer_async(b, dst, a, src, N, PYGPU_STREAM_NULL)) == 0 &&
-        (s = pygpu_rt_memcpy(back, b, N, PYGPU_COPY_D2H)) == 0)
+        (s = pygpu_rt_stream_create(&sb, PYGPU_STREAM_NON_BLOCKING, 0)) == 0 &&
+        (s = pygpu_rt_malloc_async(&b, N, sb, &pb)) == 0 &&
+        (s = pygpu_rt_memset_async(b, 0, N, sb)) == 0 &&
+        (s = pygpu_rt_memcpy_peer_async(b, dst, a, src, N, sb)) == 0 &&
+        (s = pygpu_rt_memcpy_async(back, b, N, PYGPU_COPY_D2H, sb)) == 0 &&
+        (s = pygpu_rt_stream_synchronize(sb)) == 0)
         *lands = memcmp(back, sent, N) == 0;
-    pygpu_status f = free_on(dst, b, pb);
-    pygpu_status g = free_on(src, a, pa);
+    /* (on a failure part way, sb's work may still read `a`: sa waits for
+     * nothing of sb's, so sb is waited for before `a` is freed) */
+    if (s != 0 && sb && pygpu_rt_set_device(dst) == 0 && pygpu_rt_stream_synchronize(sb) != 0)
+        (void)pygpu_rt_get_last_error();
+    pygpu_status f = let_go_on(dst, b, pb, sb);
+    pygpu_status g = let_go_on(src, a, pa, sa);
     if (s == 0)
         s = f ? f : g;
     if (prev >= 0 && pygpu_rt_set_device(prev) != 0 && s == 0)

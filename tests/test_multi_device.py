@@ -371,6 +371,42 @@ def test_a_device_reset_checks_its_pairs_again(run_python, peer):
 
 
 @two
+@pytest.mark.parametrize("mode", [0, 2], ids=["global", "relaxed"])
+def test_the_first_copy_between_two_devices_keeps_a_capture_valid(run_python, mode):
+    """A pair's first use checks once that a peer copy lands (peer.c,
+    copy_lands).  Made while a stream of device 0 is being captured, in
+    global or relaxed mode, the check waits on streams of its own: it used
+    the legacy stream and a device-wide synchronize, which the runtime
+    refuses under any capture and which broke the capture (the host
+    backend refuses it as the runtime does).  The capture ends valid and
+    copies between the devices land whole."""
+    proc = run_python(f"""
+        import numpy as np, pygpu
+        lib = pygpu.backend_module
+        h = np.arange(1000.)
+        s = pygpu.Stream(non_blocking=True)
+        x = pygpu.zeros(8, np.float64, stream=s)
+        s.synchronize()
+        assert lib._stream_begin_capture(s.handle, {mode}) == 0
+        try:
+            with s:
+                x.fill(1.0)                     # (joins the capture)
+            route = pygpu.Device(1).peer_route(0)[0]
+        finally:
+            ended = lib._stream_end_capture(s.handle)
+        assert ended == 0, ended
+        a = pygpu.to_gpu(h, stream=s)
+        b = a.copy(device=1)
+        assert (b.get() == h).all() and (a[::-3].copy(device=1).get() == h[::-3]).all()
+        print(route, "ok")
+        """, env={"PYGPU_BACKEND": pygpu.backend, "PYGPU_HOST_DEVICES": "2"})
+    out = proc.stdout.split()
+    assert out[-1] == "ok" and out[0] in ("peer", "staged"), proc.stdout + proc.stderr
+    if pygpu.backend == "host":
+        assert out[0] == "peer"
+
+
+@two
 def test_a_device_reset_lets_the_kept_events_go(run_python):
     proc = run_python("""
         import numpy, pygpu
