@@ -114,10 +114,11 @@ static pygpu_status let_go_on(int dev, void *p, int pooled, pygpu_stream_t s)
 /* *lands = 1 if a small copy from a block of `src`'s pool to one of
  * `dst`'s, by the runtime's peer copy, arrives whole.  Each device's part
  * goes on a non-blocking stream of the check's own and waits for that
- * stream alone: neither a default stream nor a device-wide wait, which
- * the runtime refuses while any capture is in progress on the device and
- * which would break that capture (another library's, say, recording when
- * the pair is first used).  The current device is kept. */
+ * stream alone.  It used the legacy stream, which waits for a blocking
+ * stream being captured (so the runtime refuses it), and a device-wide
+ * wait, which the runtime refuses under any capture in every mode, breaking
+ * the capture (another library's, say, recording when the pair is first
+ * used).  The current device is kept. */
 static pygpu_status copy_lands(int dst, int src, int *lands)
 {
     enum { N = 256 };
