@@ -437,8 +437,10 @@ def mid_size(sizes=MID_SIZES, budget=0.5, directions=("H2D", "D2H")):
             for n in sizes:
                 host, g = pageable_array(n), pygpu.to_gpu(pageable_array(n))
                 fn = (lambda: g.set(host)) if d == "H2D" else (lambda: g.get(ary=host))
-                # (twice, the faster kept, as the floor keeps the best of its windows)
-                mine = n / min(time_case(fn, n, budget / 2) for _ in range(2)) / 1e9
+                # (twice, the faster kept, as the floor keeps the best of its windows; each the
+                # median of up to 1000 calls: of the 50 of time_case's default, a few slow
+                # bursts moved it by half, docs/performance.md#mid-size-windows)
+                mine = n / min(time_case(fn, n, budget / 2, max_runs=1000) for _ in range(2)) / 1e9
                 del g
                 floor = max(n / lib._bare_loop(d == "H2D", n, w, reps) / 1e9 for w in BARE_WINDOWS)
                 ceiling = None

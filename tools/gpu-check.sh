@@ -38,7 +38,8 @@
 #   bash tools/gpu-check.sh marks      a build with marks (CFLAGS=-DPYGPU_MARKS, research only, removed after):
 #                                      tools/research/call-marks.py --after 64K 256K 1M: where a mid-size
 #                                      call's time goes, before and after bench --scale's beside and fresh
-#                                      sections (docs/performance.md: mid-size calls slow down after them);
+#                                      sections (docs/performance.md: mid-size calls slow down after them;
+#                                      GPU_CHECK_MARKS="ARGS;ARGS...": call-marks.py's arguments instead, a process each);
 #                                      tools/research/workers-wake.c: a job with more workers started than it
 #                                      wants (and with .ab-base's workers.c, an earlier commit's, if there)
 #   bash tools/gpu-check.sh ab         build + python -m pygpu.bench (8 B to 256 MiB, no peers), then
@@ -117,7 +118,11 @@ if [ "$what" = marks ]; then
     rm -rf build pygpu/*.so
     CFLAGS=-DPYGPU_MARKS python3 setup.py -q build_ext --inplace >"$OUT/build.log" 2>&1 \
         || { tail -40 "$OUT/build.log"; exit 1; }
-    python3 tools/research/call-marks.py --after 64K 256K 1M 2>&1 | tee "$OUT/call-marks.txt"
+    IFS=';' read -ra marks_runs <<< "${GPU_CHECK_MARKS:---after 64K 256K 1M}"
+    for args in "${marks_runs[@]}"; do      # (each a process of its own)
+        echo "== call-marks.py $args"
+        PYTHONPATH=$PWD python3 tools/research/call-marks.py $args 2>&1 | tee -a "$OUT/call-marks.txt"
+    done
     rm -rf build pygpu/*.so     # (a marks build is for research only)
     for tree in . .ab-base; do
         [ -f "$tree/src/transfer/workers.c" ] || continue

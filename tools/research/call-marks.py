@@ -5,12 +5,18 @@ off, as bench --scale's mid-size table), the median time between each mark
 and the next, beside the bare loop's whole transfer.
 
     CFLAGS=-DPYGPU_MARKS python setup.py build_ext --inplace
-    python tools/research/call-marks.py [--reps N] [--after] [SIZE ...]     (default 64K 256K 1M)
+    python tools/research/call-marks.py [--reps N] [--after [--sections LIST]] [SIZE ...]     (default 64K 256K 1M)
 
 With --after: measured, then bench --scale's "beside" and fresh-destination
 sections run (a thread moving 1 GiB beside 1 MiB copies, downloads into
 fresh 256 MiB arrays), then measured again: in the whole --scale run the
-mid-size calls come out slower than in a fresh process.
+mid-size calls come out slower than in a fresh process.  --sections takes
+a comma-separated list of the sections to run, measured again after each,
+in turn: threads (registration off, with CuPy's and PyTorch's rows, as
+the whole run has them), threads-own (PyGPU's alone), registered (the
+pygpu* rows: the defaults, each thread's buffer page-locked in place),
+async, beside, fresh, mid (the mid-size table itself, printed); a+b runs
+two before measuring (default beside+fresh).
 
 The marks (a mark a call does not pass is left out):
    0 the method entered (arguments not yet parsed)
@@ -49,6 +55,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=2000)
     ap.add_argument("--after", action="store_true")
+    ap.add_argument("--sections", default="beside+fresh")
     ap.add_argument("sizes", nargs="*", default=["64K", "256K", "1M"])
     args = ap.parse_args()
     lib = pygpu.backend_module
@@ -56,12 +63,45 @@ def main():
         raise SystemExit("call-marks: build with CFLAGS=-DPYGPU_MARKS first")
     measure(args, lib)
     print(f"== threads in the process: {threads()}")
-    if args.after:
-        from pygpu import bench_scale
-        bench_scale.latency_beside(budget=0.3, own_streams=True)
-        bench_scale.fresh_downloads((256 << 20,), 0.3)
-        print(f"== after bench --scale's beside and fresh-destination sections; threads in the process: {threads()}")
+    for name in args.sections.split(",") if args.after else ():
+        for part in name.split("+"):
+            SECTIONS[part]()
+        print(f"== after bench --scale's {name} section; threads in the process: {threads()}")
         measure(args, lib)
+
+
+def _sections():
+    import pygpu
+    from pygpu import bench_scale
+
+    from pygpu.bench import registration
+
+    def threads(peers, limit=0, **kw):      # (registration off, as the whole run's threads table)
+        def run():
+            with registration(pygpu.transfer_config()["register_limit"] if limit is None else limit):
+                bench_scale.measure_threads(64 << 20, (1, 2, 4, 8), peers, None, 0.5, **kw)
+        return run
+
+    def both_ways(fn):
+        return lambda: [fn(n, 0.5, down=d) for d in (False, True) for n in (16 << 20, 64 << 20, 256 << 20)]
+    return {
+        "threads": threads(("cupy", "torch")),
+        "threads-own": threads(()),
+        "registered": threads((), None, ceilings=False),      # (the pygpu* rows: the defaults, met again: registered)
+        "async": both_ways(bench_scale.async_overlap),
+        "beside": lambda: bench_scale.latency_beside(budget=0.3, own_streams=True),
+        "fresh": lambda: bench_scale.fresh_downloads((256 << 20,), 0.3),
+        "mid": lambda: print(bench_scale.mid_size_table(bench_scale.mid_size())),
+    }
+
+
+class _Lazy(dict):
+    def __missing__(self, key):
+        self.update(_sections())
+        return self[key]
+
+
+SECTIONS = _Lazy()
 
 
 def threads():
@@ -81,13 +121,14 @@ def measure(args, lib):
             h, out = pageable_array(n), pageable_array(n)
             g = pygpu.to_gpu(h)
             for name, fn in (("set", lambda: g.set(h)), ("get(ary)", lambda: g.get(ary=out))):
-                steps, total = {}, []
+                steps, total, first = {}, [], []
                 for i in range(args.reps + 50):
                     t0 = time.perf_counter_ns()
                     fn()
                     t1 = time.perf_counter_ns()
                     m = lib._marks()
                     if i < 50:
+                        first.append(t1 - t0)
                         continue
                     total.append(t1 - t0)
                     seen = [k for k in range(len(m)) if m[k]]
@@ -97,7 +138,8 @@ def measure(args, lib):
                 up = name == "set"
                 bare = lib._bare_loop(up, n, 1, args.reps) * 1e6
                 print(f"== {name} {size_name(n)}: median {np.median(total) / 1e3:.2f} us "
-                      f"(bare loop, 1 window: {bare:.2f} us)")
+                      f"(bare loop, 1 window: {bare:.2f} us; the first 50 calls, not counted: "
+                      f"median {np.median(first) / 1e3:.2f} us, mean {np.mean(first) / 1e3:.2f})")
                 for key, v in steps.items():
                     label = key if isinstance(key, str) else f"{key[0]:>2} -> {key[1]:>2}  {NAMES[key[1]]}"
                     print(f"   {label:<48} {np.median(v) / 1e3:7.2f} us")
