@@ -49,13 +49,17 @@ static unsigned long slot_seq;
 static pthread_mutex_t slots_mu = PTHREAD_MUTEX_INITIALIZER;  /* slot_taken, slot_seq, starting workers */
 static pthread_mutex_t work_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t work_cv = PTHREAD_COND_INITIALIZER;
-/* Workers beyond job_workers sleep apart, on idle_cv, woken only when
- * job_workers grows past them: a broadcast to every sleeping worker at
- * each job woke them all, and once a big transfer had started many, each
- * mid-size call paid for waking those it did not want
- * (docs/performance.md: mid-size calls slow down after the bench's other
- * sections). */
-static pthread_cond_t idle_cv = PTHREAD_COND_INITIALIZER;
+/* Workers beyond job_workers sleep apart, each on a condition variable of
+ * its own, woken only when job_workers grows past it: a broadcast to every
+ * sleeping worker at each job woke them all, and once a big transfer had
+ * started many, each mid-size call paid for waking those it did not want.
+ * One condition variable for all the idle ones still woke every one of
+ * them whenever job_workers grew (a job outside a transfer lowers it, the
+ * next transfer raises it again: once or twice a call), and those left
+ * out slept again (docs/performance.md: mid-size calls slow down after the
+ * bench's other sections).  idle_cv[i] is made before worker i starts. */
+static pthread_cond_t idle_cv[PYGPU_MAX_THREADS];
+static atomic_int idle_woken[PYGPU_MAX_THREADS];        /* each worker's returns from idle_cv */
 static atomic_int nworkers;       /* started (they only grow, under slots_mu) */
 static atomic_int alive, quitting;      /* workers running; set at exit: they stop */
 static atomic_ulong job_gen;            /* moves on at every job: a sign to look */
@@ -144,8 +148,10 @@ static void *worker_main(void *arg)
              * stores it before it reads idlers, so one of the two sees the other) */
             atomic_fetch_add(&idlers, 1);
             if (me >= atomic_load(&job_workers)) {
-                while (me >= atomic_load(&job_workers) && !atomic_load(&quitting))
-                    pthread_cond_wait(&idle_cv, &work_mu);
+                while (me >= atomic_load(&job_workers) && !atomic_load(&quitting)) {
+                    pthread_cond_wait(&idle_cv[me], &work_mu);
+                    atomic_fetch_add(&idle_woken[me], 1);
+                }
                 atomic_fetch_sub(&idlers, 1);
             } else {
                 atomic_fetch_sub(&idlers, 1);
@@ -174,20 +180,30 @@ static void wake_sleepers(void)
 
 /* Workers [0, want) take part: at least `want` while a transfer is hot
  * (another transfer in flight may want more), exactly `want` otherwise;
- * those it lets in that sleep apart (idle_cv) are woken. */
+ * those it lets in that sleep apart (idle_cv) are woken, and only those. */
 static void allow_workers(int want)
 {
-    int cur = atomic_load(&job_workers), grew = 0;
+    int was = atomic_load(&job_workers), grew = 0;
     if (atomic_load(&hot) == 0)
-        grew = atomic_exchange(&job_workers, want) < want;
-    else
-        while (cur < want && !(grew = atomic_compare_exchange_weak(&job_workers, &cur, want)))
+        grew = (was = atomic_exchange(&job_workers, want)) < want;
+    else        /* (a failed exchange reloads `was`; one that succeeds leaves it the old count) */
+        while (was < want && !(grew = atomic_compare_exchange_weak(&job_workers, &was, want)))
             ;
     if (grew && atomic_load(&idlers) > 0) {
+        int top = atomic_load(&nworkers);
         pthread_mutex_lock(&work_mu);
-        pthread_cond_broadcast(&idle_cv);
+        for (int i = was < 0 ? 0 : was; i < want && i < top; i++)
+            pthread_cond_signal(&idle_cv[i]);
         pthread_mutex_unlock(&work_mu);
     }
+}
+
+int pygpu_workers_idle_woken(int from)
+{
+    int n = 0, top = atomic_load(&nworkers);
+    for (int i = from < 0 ? 0 : from; i < top; i++)
+        n += atomic_load(&idle_woken[i]);
+    return n;
 }
 
 /* At exit the workers stop, and are waited for (a second at most), so that
@@ -199,7 +215,8 @@ static void stop_workers(void)
     atomic_store(&quitting, 1);
     pthread_mutex_lock(&work_mu);
     pthread_cond_broadcast(&work_cv);
-    pthread_cond_broadcast(&idle_cv);
+    for (int i = 0; i < atomic_load(&nworkers); i++)
+        pthread_cond_broadcast(&idle_cv[i]);
     pthread_mutex_unlock(&work_mu);
     for (int i = 0; i < 1000 && atomic_load(&alive) > 0; i++) {
         struct timespec ms = {0, 1000000};
@@ -220,6 +237,7 @@ static int ensure_workers(int n)
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_cond_init(&idle_cv[atomic_load(&nworkers)], NULL);    /* (once: workers only grow) */
         atomic_fetch_add(&alive, 1);
         int r = pthread_create(&t, &attr, worker_main, (void *)(intptr_t)atomic_load(&nworkers));
         pthread_attr_destroy(&attr);
@@ -237,15 +255,18 @@ static int ensure_workers(int n)
 pygpu_job pygpu_job_start(pygpu_part_fn fn, void *arg, int nparts, int threads)
 {
     pygpu_job p = {fn, arg, nparts, 0};
-    int i, workers;
+    int i, workers, most = (nparts < threads ? nparts : threads) - 1;
     if (nparts <= 1 || threads <= 1)
         return p;
     pthread_mutex_lock(&slots_mu);
     for (i = 0; i < MAX_JOBS && slot_taken[i]; i++)
         ;
-    workers = i < MAX_JOBS ? ensure_workers((nparts < threads ? nparts : threads) - 1) : 0;
-    if (workers > threads - 1)
-        workers = threads - 1;
+    /* (no more than its parts can use, however many are started: a job of
+     * 8 parts let in all 11 workers a bigger one had started, and woke the
+     * 4 of them that the transfer's heat had left out, at every call) */
+    workers = i < MAX_JOBS ? ensure_workers(most) : 0;
+    if (workers > most)
+        workers = most;
     if (workers == 0) {         /* (every slot in use, or no worker could start) */
         pthread_mutex_unlock(&slots_mu);
         return p;
@@ -317,8 +338,7 @@ static void workers_fork(enum pygpu_fork_phase phase)
     pthread_mutex_init(&work_mu, NULL);
     memset(slots, 0, sizeof slots);
     memset(slot_taken, 0, sizeof slot_taken);
-    pthread_cond_init(&work_cv, NULL);
-    pthread_cond_init(&idle_cv, NULL);
+    pthread_cond_init(&work_cv, NULL);      /* (idle_cv[i]: again as worker i starts) */
     atomic_store(&sleepers, 0);
     atomic_store(&idlers, 0);
     atomic_store(&alive, 0);

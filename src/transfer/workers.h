@@ -32,6 +32,10 @@ void pygpu_run_parallel(pygpu_part_fn fn, void *arg, int nparts, int threads);
 void pygpu_workers_heat(int want);
 void pygpu_workers_cool(void);
 
+/* How many times the workers from number `from` on were woken from their
+ * sleep apart (beyond the workers a job wanted): for the tests. */
+int pygpu_workers_idle_woken(int from);
+
 /* Registers the workers' fork handler (the child starts with none). */
 void pygpu_workers_init(void);
 

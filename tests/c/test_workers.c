@@ -5,7 +5,7 @@
  * jobs of different callers open at once all complete (no caller waits
  * on parts nobody runs), with transfers "hot" and cold, and more callers
  * than job slots.  Workers a job leaves out sleep apart, and a later job
- * that wants them again wakes them.
+ * that wants them again wakes them, and only them.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
@@ -129,6 +129,7 @@ static int threads_seen(int threads, int want, int seconds)
 
 int main(void)
 {
+    int woken_before = 0;
     pthread_t t[CALLERS];
     for (int i = 0; i < CALLERS; i++)
         seeds[i] = rng_next() | 1;      /* (xorshift's state must not be 0) */
@@ -157,5 +158,30 @@ int main(void)
         nanosleep(&gap, NULL);
     }
     CHECK(threads_seen(6, 3, 10) >= 3);
+    /* Outside a transfer, jobs of 2 threads and of 4 parts (on up to 12
+     * threads) in turn lower the workers wanted to one and raise them to
+     * three: workers 1 and 2 are woken each time, and never those beyond
+     * them (started by a job of 12, asleep apart).  One condition variable
+     * for every idle worker woke all of them at each raise, and a job let
+     * in every worker started, not only as many as its parts (up to 8 x
+     * 200 here, either way). */
+    memset(&j, 0, sizeof j);
+    j.nparts = 12;
+    pygpu_run_parallel(part, &j, 12, 12);
+    for (int i = 0; i < 201; i++) {
+        job two, four;
+        memset(&two, 0, sizeof two);
+        memset(&four, 0, sizeof four);
+        two.nparts = 2;
+        four.nparts = 4;
+        if (i == 1)
+            woken_before = pygpu_workers_idle_woken(3);
+        pygpu_run_parallel(part, &two, 2, 2);
+        nanosleep(&(struct timespec){0, 200000}, NULL);     /* (those left out go to sleep) */
+        pygpu_run_parallel(part, &four, 4, 12);
+        for (int k = 0; k < 4; k++)
+            CHECK(atomic_load(&four.ran[k]) == 1 && (k >= 2 || atomic_load(&two.ran[k]) == 1));
+    }
+    CHECK(pygpu_workers_idle_woken(3) - woken_before <= 20);
     return check_done("test_workers");
 }

@@ -112,6 +112,40 @@ def threads():
         return "?"
 
 
+def switches():
+    """{thread id: (voluntary, involuntary context switches, last CPU)} of
+    the process's threads, where Linux tells."""
+    out = {}
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/status") as f:
+                v = {k: int(x) for k, x in (ln.split(":") for ln in f if "ctxt_switches" in ln)}
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                cpu = int(f.read().rsplit(")", 1)[1].split()[36])
+        except (OSError, ValueError, IndexError):
+            continue
+        out[tid] = (v.get("voluntary_ctxt_switches", 0), v.get("nonvoluntary_ctxt_switches", 0), cpu)
+    return out
+
+
+def switched(before, after, calls):
+    """What the threads did while `calls` calls ran: the threads that slept
+    (voluntary switches) or were preempted (involuntary) at least once in
+    ten calls, with their counts, and the CPUs the threads were last on."""
+    busy = []
+    for tid, (v, nv, cpu) in after.items():
+        v0, nv0, _ = before.get(tid, (0, 0, cpu))
+        if (v - v0) * 10 >= calls or (nv - nv0) * 10 >= calls:
+            busy.append(f"{v - v0}/{nv - nv0}@{cpu}")
+    cpus = sorted(c for _, _, c in after.values())
+    return (f"threads sleeping or preempted at least once in ten calls (voluntary/involuntary@cpu): "
+            f"{' '.join(busy) or 'none'}; last CPUs of all {len(cpus)}: {cpus}")
+
+
 def measure(args, lib):
     """Each size's set and get(ary): the median time of each step, beside the bare loop's."""
     import pygpu
@@ -123,6 +157,8 @@ def measure(args, lib):
             for name, fn in (("set", lambda: g.set(h)), ("get(ary)", lambda: g.get(ary=out))):
                 steps, total, first = {}, [], []
                 for i in range(args.reps + 50):
+                    if i == 50:
+                        seen_before = switches()
                     t0 = time.perf_counter_ns()
                     fn()
                     t1 = time.perf_counter_ns()
@@ -135,11 +171,13 @@ def measure(args, lib):
                     for a, b in zip(seen, seen[1:]):
                         steps.setdefault((a, b), []).append(m[b] - m[a])
                     steps.setdefault("python", []).append((t1 - t0) - (m[13] - m[0]))
+                seen_after = switches()
                 up = name == "set"
                 bare = lib._bare_loop(up, n, 1, args.reps) * 1e6
                 print(f"== {name} {size_name(n)}: median {np.median(total) / 1e3:.2f} us "
                       f"(bare loop, 1 window: {bare:.2f} us; the first 50 calls, not counted: "
                       f"median {np.median(first) / 1e3:.2f} us, mean {np.mean(first) / 1e3:.2f})")
+                print(f"   {switched(seen_before, seen_after, args.reps)}")
                 for key, v in steps.items():
                     label = key if isinstance(key, str) else f"{key[0]:>2} -> {key[1]:>2}  {NAMES[key[1]]}"
                     print(f"   {label:<48} {np.median(v) / 1e3:7.2f} us")
