@@ -57,8 +57,10 @@ static pthread_cond_t work_cv = PTHREAD_COND_INITIALIZER;
  * them whenever job_workers grew (a job outside a transfer lowers it, the
  * next transfer raises it again: once or twice a call), and those left
  * out slept again (docs/performance.md: mid-size calls slow down after the
- * bench's other sections).  idle_cv[i] is made before worker i starts. */
+ * bench's other sections).  idle_cv[i] is made before worker i first
+ * starts (idle_made of them, under slots_mu; again in a forked child). */
 static pthread_cond_t idle_cv[PYGPU_MAX_THREADS];
+static int idle_made;
 static atomic_int idle_woken[PYGPU_MAX_THREADS];        /* each worker's returns from idle_cv */
 static atomic_int nworkers;       /* started (they only grow, under slots_mu) */
 static atomic_int alive, quitting;      /* workers running; set at exit: they stop */
@@ -237,7 +239,8 @@ static int ensure_workers(int n)
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        pthread_cond_init(&idle_cv[atomic_load(&nworkers)], NULL);    /* (once: workers only grow) */
+        if (idle_made <= atomic_load(&nworkers))        /* (a start that failed made it already) */
+            pthread_cond_init(&idle_cv[idle_made++], NULL);
         atomic_fetch_add(&alive, 1);
         int r = pthread_create(&t, &attr, worker_main, (void *)(intptr_t)atomic_load(&nworkers));
         pthread_attr_destroy(&attr);
@@ -338,7 +341,8 @@ static void workers_fork(enum pygpu_fork_phase phase)
     pthread_mutex_init(&work_mu, NULL);
     memset(slots, 0, sizeof slots);
     memset(slot_taken, 0, sizeof slot_taken);
-    pthread_cond_init(&work_cv, NULL);      /* (idle_cv[i]: again as worker i starts) */
+    pthread_cond_init(&work_cv, NULL);
+    idle_made = 0;                          /* (idle_cv[i]: made again as worker i starts) */
     atomic_store(&sleepers, 0);
     atomic_store(&idlers, 0);
     atomic_store(&alive, 0);
