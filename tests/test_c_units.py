@@ -7,7 +7,9 @@ ThreadSanitizer), the pool of page-locked blocks over the host runtime
 (src/transfer/pinned_pool.c), the staging lanes and their count of
 transfers at work per device (src/transfer/lanes.c), and the uploads that
 complete in the background, from twelve threads (src/transfer/background*.c;
-these three also under ThreadSanitizer).
+these three also under ThreadSanitizer), and the host backend's rule for
+the legacy stream while a blocking stream is captured
+(src/backend/rt_host.c, captured_host.c).
 
 Each is built with the system's C compiler (-Wall -Wextra -Werror) and run
 three ways: plainly, under valgrind memcheck (--error-exitcode=1
@@ -31,6 +33,8 @@ UNITS = {
     "test_dlpack_check": ["src/dlpack_check.c", "src/shape.c"],
     "test_devcopy": ["src/copy/devcopy.c", "src/backend/kernels_host.c", "src/shape.c", "src/env.c"],
     "test_workers": ["src/transfer/workers.c"],
+    "test_capture_host": ["src/backend/rt_host.c", "src/backend/locked_host.c", "src/backend/captured_host.c",
+                          "src/env.c"],
     "test_pinned_pool": ["src/transfer/pinned_pool.c", "src/backend/rt_host.c", "src/backend/locked_host.c", "src/backend/captured_host.c", "src/transfer/settings.c", "src/env.c"],
     "test_lanes": ["src/transfer/lanes.c", "src/transfer/pinned_pool.c", "src/backend/rt_host.c", "src/backend/locked_host.c", "src/backend/captured_host.c",
                    "src/transfer/settings.c", "src/env.c"],

@@ -416,3 +416,41 @@ def test_own_streams_work_beside_a_global_capture_keeps_it_valid(cp, where, rng)
     graph.launch(cs)
     cs.synchronize()
     np.testing.assert_array_equal(cp.asnumpy(x), np.full(1024, 2.0, np.float32))
+
+
+# ---- the legacy stream beside a blocking stream being captured (the host backend's emulation) -----
+
+@pytest.mark.skipif(pygpu.backend != "host", reason="the host backend's emulation of the runtime's rule; on a GPU "
+                    "test_the_legacy_stream_is_refused_under_a_global_capture has the runtime's own")
+@pytest.mark.parametrize("mode", [0, 2], ids=["global", "relaxed"])
+def test_the_legacy_stream_beside_a_blocking_stream_being_captured(mode, rng):
+    """A blocking stream (one the legacy stream waits for) captured by the
+    backend's own call: as on a GPU, the host backend refuses work on the
+    legacy stream and breaks the capture if it is queued.  PyGPU refuses
+    its users' work there with a GPUError before touching the stream, its
+    work on a non-blocking stream of its own never uses the legacy stream
+    (allocations, staged copies both ways, the 8-byte launch, a buffer met
+    again, page-locked memory, waits), and the capture ends valid
+    (tests/c/test_capture_host.c: the backend's refusal itself)."""
+    lib = pygpu.backend_module
+    n = 4096
+    # (registered in place: the host backend counts its own page-locked
+    # allocations as pageable, but for under PYGPU_HOST_CAPTURE)
+    host = pygpu.register_host_memory(np.full(n, 5.0, np.float32))
+    a = pygpu.zeros(n, np.float32)
+    s = pygpu.Stream(non_blocking=False)
+    own = pygpu.Stream(non_blocking=True)
+    pygpu.synchronize()
+    assert lib._stream_begin_capture(s.handle, mode) == 0
+    try:
+        for fn in (lambda: a.fill(1.0), lambda: pygpu.zeros(8, np.float32), lambda: a.set_async(host),
+                   lambda: a.get()):
+            with pytest.raises(pygpu.GPUError, match="legacy default stream"):
+                fn()
+        a.set_async(host, stream=s)                     # (joins the capture)
+        own_stream_work(own, rng)
+    finally:
+        ended = lib._stream_end_capture(s.handle)
+    assert ended == 0
+    pygpu.synchronize()
+    np.testing.assert_array_equal(a.get(), np.full(n, 5.0, np.float32))

@@ -9,6 +9,7 @@
 #define CAPTURED_MAX 16
 static pygpu_stream_t captured[CAPTURED_MAX];
 static int broken[CAPTURED_MAX];        /* its capture broken (a call refused under it) */
+static int blocking_on[CAPTURED_MAX];   /* a blocking stream's device, else -1 */
 static pthread_mutex_t captured_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Its index in `captured`, or -1 (the lock held). */
@@ -20,7 +21,7 @@ static int captured_at(pygpu_stream_t s)
     return -1;
 }
 
-int pygpu_captured_add(pygpu_stream_t s)
+int pygpu_captured_add(pygpu_stream_t s, int blocking_dev)
 {
     int i = -1;
     pthread_mutex_lock(&captured_lock);
@@ -29,7 +30,7 @@ int pygpu_captured_add(pygpu_stream_t s)
             if (!captured[k])
                 i = k;
     if (i >= 0)
-        captured[i] = s, broken[i] = 0;
+        captured[i] = s, broken[i] = 0, blocking_on[i] = blocking_dev;
     pthread_mutex_unlock(&captured_lock);
     return i < 0 ? -1 : 0;
 }
@@ -61,4 +62,18 @@ int pygpu_captured_has(pygpu_stream_t s)
     int i = captured_at(s);
     pthread_mutex_unlock(&captured_lock);
     return i >= 0;
+}
+
+int pygpu_captured_blocking(int dev, int invalidate)
+{
+    int n = 0;
+    pthread_mutex_lock(&captured_lock);
+    for (int i = 0; i < CAPTURED_MAX; i++)
+        if (captured[i] && blocking_on[i] == dev && dev >= 0) {
+            n++;
+            if (invalidate)
+                broken[i] = 1;
+        }
+    pthread_mutex_unlock(&captured_lock);
+    return n;
 }

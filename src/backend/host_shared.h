@@ -21,8 +21,14 @@ enum {
     H_NOT_SUPPORTED = 801,
     H_CAPTURE_UNSUPPORTED = 900,
     H_CAPTURE_INVALIDATED = 901,
+    H_CAPTURE_IMPLICIT = 906,
     H_UNKNOWN = 999,
 };
+
+/* H_CAPTURE_IMPLICIT (noted as the thread's last error) if `s` is the
+ * legacy stream and a blocking stream of the current device is being
+ * captured, whose capture it then breaks, as the runtime does; else 0. */
+pygpu_status pygpu_host_legacy_refused(pygpu_stream_t s);
 
 /* Note `s` as this thread's last error (pygpu_rt_get_last_error); returns it. */
 pygpu_status pygpu_host_fail(pygpu_status s);

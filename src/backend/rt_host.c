@@ -49,6 +49,8 @@ static const struct { int code; const char *name, *text; } host_errors[] = {
     {H_CAPTURE_UNSUPPORTED, "cudaErrorStreamCaptureUnsupported", "operation not permitted when stream is capturing"},
     {H_CAPTURE_INVALIDATED, "cudaErrorStreamCaptureInvalidated",
      "operation failed due to a previous error during capture"},
+    {H_CAPTURE_IMPLICIT, "cudaErrorStreamCaptureImplicit",
+     "operation would make the legacy stream depend on a capturing blocking stream"},
     {H_UNKNOWN, "cudaErrorUnknown", "unknown error"},
 };
 
@@ -418,6 +420,9 @@ static int capturing_now(pygpu_stream_t s)
 pygpu_status pygpu_rt_malloc_async(void **p, size_t n, pygpu_stream_t s, int *pooled)
 {
     *pooled = 1;
+    *p = NULL;
+    if (pygpu_host_legacy_refused(s))
+        return H_CAPTURE_IMPLICIT;
     config();
     pygpu_status r = block_alloc(p, n, 1);
     if (r == H_SUCCESS && *p)
@@ -437,6 +442,8 @@ pygpu_status pygpu_rt_malloc_on_async(void **p, size_t n, int dev, pygpu_stream_
 
 pygpu_status pygpu_rt_free_async(void *p, pygpu_stream_t s)
 {
+    if (pygpu_host_legacy_refused(s))
+        return H_CAPTURE_IMPLICIT;
     if (p && capturing_now(s) && !((size_t *)((char *)p - HEADER))[3])
         return fail(H_INVALID_VALUE);
     return block_free(p);
@@ -519,7 +526,7 @@ pygpu_status pygpu_rt_host_mapped(const void *p, size_t n, void **dev)
 
 /* ---- copies ----------------------------------------------------------- */
 
-pygpu_status pygpu_rt_memcpy(void *dst, const void *src, size_t n, enum pygpu_copy_kind k)
+static pygpu_status copy_bytes(void *dst, const void *src, size_t n, enum pygpu_copy_kind k)
 {
     if (n && (!dst || !src || crosses_locked(dst, src, n, k)))
         return fail(H_INVALID_VALUE);
@@ -528,17 +535,26 @@ pygpu_status pygpu_rt_memcpy(void *dst, const void *src, size_t n, enum pygpu_co
     return H_SUCCESS;
 }
 
+/* (the runtime's plain copy is ordered on the legacy stream) */
+pygpu_status pygpu_rt_memcpy(void *dst, const void *src, size_t n, enum pygpu_copy_kind k)
+{
+    pygpu_status r = pygpu_host_legacy_refused(PYGPU_STREAM_NULL);
+    return r ? r : copy_bytes(dst, src, n, k);
+}
+
 pygpu_status pygpu_rt_memcpy_async(void *dst, const void *src, size_t n,
                                    enum pygpu_copy_kind k, pygpu_stream_t s)
 {
-    (void)s;
+    pygpu_status r = pygpu_host_legacy_refused(s);
+    if (r)
+        return r;
     config();
     if (fail_copy_bytes && n == fail_copy_bytes) {
         long seen = atomic_fetch_add(&fail_copy_seen, 1) + 1;
         if (fail_copy_nth <= 0 || seen == fail_copy_nth)
             return fail(H_INVALID_VALUE);
     }
-    return pygpu_rt_memcpy(dst, src, n, k);
+    return copy_bytes(dst, src, n, k);
 }
 
 pygpu_status pygpu_rt_memcpy2d_async(void *dst, size_t dpitch, const void *src, size_t spitch,
@@ -546,7 +562,8 @@ pygpu_status pygpu_rt_memcpy2d_async(void *dst, size_t dpitch, const void *src, 
                                      pygpu_stream_t s)
 {
     (void)k;
-    (void)s;
+    if (pygpu_host_legacy_refused(s))
+        return H_CAPTURE_IMPLICIT;
     if (width > dpitch || width > spitch)
         return fail(H_INVALID_VALUE);
     if (width && height && (!dst || !src))
@@ -558,7 +575,8 @@ pygpu_status pygpu_rt_memcpy2d_async(void *dst, size_t dpitch, const void *src, 
 
 pygpu_status pygpu_rt_memset_async(void *dst, int value, size_t n, pygpu_stream_t s)
 {
-    (void)s;
+    if (pygpu_host_legacy_refused(s))
+        return H_CAPTURE_IMPLICIT;
     if (n && !dst)
         return fail(H_INVALID_VALUE);
     if (n)
@@ -600,13 +618,25 @@ pygpu_status pygpu_rt_stream_destroy(pygpu_stream_t s)
     return H_SUCCESS;
 }
 
-pygpu_status pygpu_rt_stream_synchronize(pygpu_stream_t s) { (void)s; return H_SUCCESS; }
-pygpu_status pygpu_rt_stream_query(pygpu_stream_t s) { (void)s; return H_SUCCESS; }
+pygpu_status pygpu_rt_stream_synchronize(pygpu_stream_t s) { return pygpu_host_legacy_refused(s); }
+pygpu_status pygpu_rt_stream_query(pygpu_stream_t s) { return pygpu_host_legacy_refused(s); }
+
+static int legacy_stream(pygpu_stream_t s) { return s == PYGPU_STREAM_NULL || s == (pygpu_stream_t)1; }
+
+/* As the runtime: the legacy stream waits for every blocking stream of its
+ * device, so work on it (or a call that uses it: a plain copy) while one
+ * of them is being captured is refused, and that capture broken. */
+pygpu_status pygpu_host_legacy_refused(pygpu_stream_t s)
+{
+    return legacy_stream(s) && pygpu_captured_blocking(current_device, 1) > 0 ? fail(H_CAPTURE_IMPLICIT)
+                                                                             : H_SUCCESS;
+}
 
 pygpu_status pygpu_rt_stream_capturing(pygpu_stream_t s, int *capturing)
 {
     config();
-    *capturing = special_stream(s) ? PYGPU_CAPTURE_NONE
+    *capturing = legacy_stream(s) && pygpu_captured_blocking(current_device, 0) > 0 ? PYGPU_CAPTURE_IMPLICIT
+               : special_stream(s) ? PYGPU_CAPTURE_NONE
                : pygpu_captured_has(s) ? PYGPU_CAPTURE_ACTIVE : capture_all;
     return H_SUCCESS;
 }
@@ -614,7 +644,11 @@ pygpu_status pygpu_rt_stream_capturing(pygpu_stream_t s, int *capturing)
 pygpu_status pygpu_rt_stream_begin_capture(pygpu_stream_t s, int mode)
 {
     (void)mode;     /* (the default streams cannot be captured; nor one twice) */
-    return special_stream(s) || pygpu_captured_add(s) < 0 ? fail(H_INVALID_VALUE) : H_SUCCESS;
+    if (special_stream(s))
+        return fail(H_INVALID_VALUE);
+    const host_stream *h = s;
+    return pygpu_captured_add(s, (h->flags & PYGPU_STREAM_NON_BLOCKING) ? -1 : h->device) < 0 ? fail(H_INVALID_VALUE)
+                                                                                           : H_SUCCESS;
 }
 
 pygpu_status pygpu_rt_stream_end_capture(pygpu_stream_t s)
@@ -629,20 +663,23 @@ typedef struct { double t; int recorded; unsigned flags; int device; } host_even
 
 pygpu_status pygpu_rt_launch_host_func(pygpu_stream_t s, void (*fn)(void *), void *arg)
 {
-    (void)s;                    /* (the host's streams are done when a call returns) */
-    fn(arg);
+    if (pygpu_host_legacy_refused(s))
+        return H_CAPTURE_IMPLICIT;
+    fn(arg);                    /* (the host's streams are done when a call returns) */
     return H_SUCCESS;
 }
 
 pygpu_status pygpu_rt_stream_wait_event(pygpu_stream_t s, pygpu_event_t e)
 {
-    (void)s;
+    if (pygpu_host_legacy_refused(s))
+        return H_CAPTURE_IMPLICIT;
     return e ? H_SUCCESS : fail(H_INVALID_HANDLE);
 }
 
 pygpu_status pygpu_rt_stream_wait_value(pygpu_stream_t s, const uint32_t *addr, uint32_t value)
 {
-    (void)s;                    /* (the host's streams are done when a call returns: the wait is here) */
+    if (pygpu_host_legacy_refused(s))     /* (the host's streams are done when a call returns: the wait is here) */
+        return H_CAPTURE_IMPLICIT;
     config();
     if (!wait_value_ok)
         return H_NOT_SUPPORTED;     /* (as a GPU without the wait: no error left behind) */
@@ -655,7 +692,8 @@ pygpu_status pygpu_rt_stream_wait_value(pygpu_stream_t s, const uint32_t *addr, 
 
 pygpu_status pygpu_rt_stream_write_value(pygpu_stream_t s, uint32_t *addr, uint32_t value)
 {
-    (void)s;                    /* (the work before it is done: the write is now) */
+    if (pygpu_host_legacy_refused(s))     /* (the work before it is done: the write is now) */
+        return H_CAPTURE_IMPLICIT;
     config();
     if (!wait_value_ok)
         return H_NOT_SUPPORTED;
@@ -719,6 +757,8 @@ pygpu_status pygpu_rt_event_record(pygpu_event_t e, pygpu_stream_t s)
     /* (as CUDA: an event is recorded on a stream of its own device only) */
     if (h->device != (special_stream(s) ? current_device : ((host_stream *)s)->device))
         return fail(H_INVALID_HANDLE);
+    if (pygpu_host_legacy_refused(s))
+        return H_CAPTURE_IMPLICIT;
     h->t = now_ms();
     h->recorded = 1;
     return H_SUCCESS;
