@@ -50,10 +50,14 @@ def _int_arg(obj, what):
 
 def _status(call, *args):
     """Run a PyGPU call; (its result, cudaError_t), the result None on a
-    device error."""
+    device error.  A GPUError with no runtime status (a call PyGPU refused
+    before making it: the legacy stream under a capture, a forked child)
+    is raised as it is: there is no cudaError_t to give for it."""
     try:
         return call(*args), _SUCCESS
     except GPUError as e:
+        if e.code is None:
+            raise
         return None, cudaError_t(e.code)
 
 

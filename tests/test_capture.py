@@ -444,7 +444,7 @@ def test_the_legacy_stream_beside_a_blocking_stream_being_captured(mode, rng):
     assert lib._stream_begin_capture(s.handle, mode) == 0
     try:
         for fn in (lambda: a.fill(1.0), lambda: pygpu.zeros(8, np.float32), lambda: a.set_async(host),
-                   lambda: a.get()):
+                   lambda: a.get(), lambda: pygpu.cudaStreamSynchronize(None)):     # (the old API's too)
             with pytest.raises(pygpu.GPUError, match="legacy default stream"):
                 fn()
         a.set_async(host, stream=s)                     # (joins the capture)
