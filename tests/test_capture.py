@@ -454,3 +454,26 @@ def test_the_legacy_stream_beside_a_blocking_stream_being_captured(mode, rng):
     assert ended == 0
     pygpu.synchronize()
     np.testing.assert_array_equal(a.get(), np.full(n, 5.0, np.float32))
+
+
+@pytest.mark.skipif(pygpu.backend != "host", reason="the host backend's emulation; on a GPU "
+                    "test_the_legacy_streams_array_freed_under_a_global_capture has the runtime's own")
+def test_the_legacy_streams_array_freed_beside_a_blocking_stream_being_captured():
+    """An array of the legacy stream freed while a blocking stream is being
+    captured: its free would use the legacy stream and break the capture
+    (the host backend refuses it as the runtime does), so it is put off,
+    the capture ends valid, and the next allocation frees it."""
+    lib = pygpu.backend_module
+    s = pygpu.Stream(non_blocking=False)
+    a = pygpu.zeros(1 << 22, np.float32)            # (16 MiB: past the block cache, given back to the pool)
+    pygpu.synchronize()
+    assert lib._stream_begin_capture(s.handle, 0) == 0
+    try:
+        del a
+        gc.collect()
+    finally:
+        ended = lib._stream_end_capture(s.handle)
+    assert ended == 0
+    b = pygpu.zeros(8, np.float32)                  # (the put-off free goes)
+    pygpu.synchronize()
+    assert b.get().sum() == 0
