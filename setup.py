@@ -263,7 +263,7 @@ def extensions():
     wanted = {b.strip() for b in os.environ.get("PYGPU_BUILD", "host,cuda,hip").split(",") if b.strip()}
     for name in sorted({"cuda", "hip"} - wanted):
         REPORT["skipped"][name] = f"not asked for (PYGPU_BUILD={os.environ.get('PYGPU_BUILD')})"
-    exts = [backend_extension("host", "src/backend/rt_host.c", extra_sources=["src/backend/ipc_host.c", "src/backend/locked_host.c", "src/backend/captured_host.c", "src/backend/peer_host.c"],
+    exts = [backend_extension("host", "src/backend/rt_host.c", extra_sources=["src/backend/ipc_host.c", "src/backend/locked_host.c", "src/backend/captured_host.c", "src/backend/events_host.c", "src/backend/peer_host.c"],
                               libraries=["pthread"])]
     if "cuda" in wanted:
         found = find_cuda()

@@ -33,14 +33,14 @@ UNITS = {
     "test_dlpack_check": ["src/dlpack_check.c", "src/shape.c"],
     "test_devcopy": ["src/copy/devcopy.c", "src/backend/kernels_host.c", "src/shape.c", "src/env.c"],
     "test_workers": ["src/transfer/workers.c"],
-    "test_capture_host": ["src/backend/rt_host.c", "src/backend/locked_host.c", "src/backend/captured_host.c",
+    "test_capture_host": ["src/backend/rt_host.c", "src/backend/locked_host.c", "src/backend/captured_host.c", "src/backend/events_host.c",
                           "src/env.c"],
-    "test_pinned_pool": ["src/transfer/pinned_pool.c", "src/backend/rt_host.c", "src/backend/locked_host.c", "src/backend/captured_host.c", "src/transfer/settings.c", "src/env.c"],
-    "test_lanes": ["src/transfer/lanes.c", "src/transfer/pinned_pool.c", "src/backend/rt_host.c", "src/backend/locked_host.c", "src/backend/captured_host.c",
+    "test_pinned_pool": ["src/transfer/pinned_pool.c", "src/backend/rt_host.c", "src/backend/locked_host.c", "src/backend/captured_host.c", "src/backend/events_host.c", "src/transfer/settings.c", "src/env.c"],
+    "test_lanes": ["src/transfer/lanes.c", "src/transfer/pinned_pool.c", "src/backend/rt_host.c", "src/backend/locked_host.c", "src/backend/captured_host.c", "src/backend/events_host.c",
                    "src/transfer/settings.c", "src/env.c"],
     "test_background": ["src/transfer/background.c", "src/transfer/background_up.c", "src/transfer/background_down.c",
                         "src/transfer/hostcopy.c",
-                        "src/transfer/workers.c", "src/transfer/lanes.c", "src/transfer/pinned_pool.c", "src/backend/rt_host.c", "src/backend/locked_host.c", "src/backend/captured_host.c",
+                        "src/transfer/workers.c", "src/transfer/lanes.c", "src/transfer/pinned_pool.c", "src/backend/rt_host.c", "src/backend/locked_host.c", "src/backend/captured_host.c", "src/backend/events_host.c",
                         "src/transfer/settings.c", "src/transfer/trace.c", "src/shape.c", "src/env.c"],
 }
 CC = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")

@@ -52,7 +52,7 @@ fi
 
 build() {
     mkdir -p "$BUILD/obj" "$BUILD/pygpu"
-    local srcs=(src/*.c src/copy/*.c src/transfer/*.c src/backend/rt_host.c src/backend/ipc_host.c src/backend/locked_host.c src/backend/captured_host.c src/backend/peer_host.c src/backend/kernels_host.c) stale=0
+    local srcs=(src/*.c src/copy/*.c src/transfer/*.c src/backend/rt_host.c src/backend/ipc_host.c src/backend/locked_host.c src/backend/captured_host.c src/backend/events_host.c src/backend/peer_host.c src/backend/kernels_host.c) stale=0
     if [ -e "$SO" ]; then
         for f in "${srcs[@]}" src/*.h src/copy/*.h src/transfer/*.h src/backend/*.h src/kernels/*.h include/pygpu/*.h tools/asan.sh; do
             [ "$f" -nt "$SO" ] && stale=1 && break

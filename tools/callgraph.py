@@ -41,7 +41,7 @@ def sources(root=ROOT):
     for folder in ("src", "src/copy", "src/transfer"):
         base = os.path.join(root, folder)
         out += sorted(os.path.join(folder, f) for f in os.listdir(base) if f.endswith(".c"))
-    return out + ["src/backend/rt_host.c", "src/backend/ipc_host.c", "src/backend/locked_host.c", "src/backend/captured_host.c", "src/backend/peer_host.c", "src/backend/kernels_host.c"]
+    return out + ["src/backend/rt_host.c", "src/backend/ipc_host.c", "src/backend/locked_host.c", "src/backend/captured_host.c", "src/backend/events_host.c", "src/backend/peer_host.c", "src/backend/kernels_host.c"]
 
 
 def compile_all(root=ROOT, cc=None):

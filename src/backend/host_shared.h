@@ -1,6 +1,6 @@
 /*
  * host_shared.h -- what rt_host.c (the runtime interface on host memory) offers
- * the host backend's other files (ipc_host.c, peer_host.c): its statuses, which use the
+ * the host backend's other files (ipc_host.c, peer_host.c, events_host.c): its statuses, which use the
  * CUDA runtime's numbers, the thread's last error, and the accounting of
  * "device memory" against PYGPU_HOST_MEMORY.
  */
@@ -29,6 +29,9 @@ enum {
  * legacy stream and a blocking stream of the current device is being
  * captured, whose capture it then breaks, as the runtime does; else 0. */
 pygpu_status pygpu_host_legacy_refused(pygpu_stream_t s);
+
+/* The device of stream `s` (the current one for the default streams). */
+int pygpu_host_stream_device(pygpu_stream_t s);
 
 /* Note `s` as this thread's last error (pygpu_rt_get_last_error); returns it. */
 pygpu_status pygpu_host_fail(pygpu_status s);

@@ -16,7 +16,8 @@
  * ring), PYGPU_HOST_CAPTURE (1: every stream but the default ones reports that a graph
  * capture records its work, so that the refusals are tested) and
  * PYGPU_HOST_FAIL_COPY (a copy that fails, for tests).  Peer access between
- * the devices, and their pools' grants, are peer_host.c's.
+ * the devices, and their pools' grants, are peer_host.c's; events are
+ * events_host.c's.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "rt.h"
@@ -538,16 +539,16 @@ static pygpu_status copy_bytes(void *dst, const void *src, size_t n, enum pygpu_
 /* (the runtime's plain copy is ordered on the legacy stream) */
 pygpu_status pygpu_rt_memcpy(void *dst, const void *src, size_t n, enum pygpu_copy_kind k)
 {
-    pygpu_status r = pygpu_host_legacy_refused(PYGPU_STREAM_NULL);
-    return r ? r : copy_bytes(dst, src, n, k);
+    if (pygpu_host_legacy_refused(PYGPU_STREAM_NULL))
+        return H_CAPTURE_IMPLICIT;
+    return copy_bytes(dst, src, n, k);
 }
 
 pygpu_status pygpu_rt_memcpy_async(void *dst, const void *src, size_t n,
                                    enum pygpu_copy_kind k, pygpu_stream_t s)
 {
-    pygpu_status r = pygpu_host_legacy_refused(s);
-    if (r)
-        return r;
+    if (pygpu_host_legacy_refused(s))
+        return H_CAPTURE_IMPLICIT;
     config();
     if (fail_copy_bytes && n == fail_copy_bytes) {
         long seen = atomic_fetch_add(&fail_copy_seen, 1) + 1;
@@ -659,8 +660,6 @@ pygpu_status pygpu_rt_stream_end_capture(pygpu_stream_t s)
 
 void pygpu_rt_thread_relax(void) {}
 
-typedef struct { double t; int recorded; unsigned flags; int device; } host_event;
-
 pygpu_status pygpu_rt_launch_host_func(pygpu_stream_t s, void (*fn)(void *), void *arg)
 {
     if (pygpu_host_legacy_refused(s))
@@ -703,6 +702,11 @@ pygpu_status pygpu_rt_stream_write_value(pygpu_stream_t s, uint32_t *addr, uint3
     return H_SUCCESS;
 }
 
+int pygpu_host_stream_device(pygpu_stream_t s)
+{
+    return special_stream(s) ? current_device : ((const host_stream *)s)->device;
+}
+
 pygpu_status pygpu_rt_stream_priority(pygpu_stream_t s, int *priority)
 {
     *priority = special_stream(s) ? 0 : ((host_stream *)s)->priority;
@@ -713,99 +717,6 @@ pygpu_status pygpu_rt_stream_priority_range(int *least, int *greatest)
 {
     *least = PRIORITY_LEAST;
     *greatest = PRIORITY_GREATEST;
-    return H_SUCCESS;
-}
-
-/* ---- events ----------------------------------------------------------- */
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-pygpu_status pygpu_rt_event_create(pygpu_event_t *e, unsigned flags)
-{
-    host_event *h = calloc(1, sizeof *h);
-    *e = h;
-    if (!h)
-        return fail(H_MEMORY_ALLOCATION);
-    if ((flags & PYGPU_EVENT_INTERPROCESS) && !(flags & PYGPU_EVENT_DISABLE_TIMING)) {
-        free(h);                    /* as CUDA: interprocess events cannot time */
-        *e = NULL;
-        return fail(H_INVALID_VALUE);
-    }
-    h->flags = flags;
-    h->device = current_device;
-    return H_SUCCESS;
-}
-
-pygpu_status pygpu_rt_event_destroy(pygpu_event_t e)
-{
-    if (!e)
-        return fail(H_INVALID_HANDLE);
-    free(e);
-    return H_SUCCESS;
-}
-
-pygpu_status pygpu_rt_event_record(pygpu_event_t e, pygpu_stream_t s)
-{
-    host_event *h = e;
-    if (!h)
-        return fail(H_INVALID_HANDLE);
-    /* (as CUDA: an event is recorded on a stream of its own device only) */
-    if (h->device != (special_stream(s) ? current_device : ((host_stream *)s)->device))
-        return fail(H_INVALID_HANDLE);
-    if (pygpu_host_legacy_refused(s))
-        return H_CAPTURE_IMPLICIT;
-    h->t = now_ms();
-    h->recorded = 1;
-    return H_SUCCESS;
-}
-
-/* An interprocess event's handle: the host's streams are done when a call
- * returns, so an event another process opens has nothing to wait for;
- * the handle says only that it is one, and whose. */
-typedef struct {
-    char magic[8];              /* "PYGPUEVT" */
-    long long pid;
-    char unused[PYGPU_IPC_EVENT_HANDLE_BYTES - 8 - 8];
-} host_ipc_event_handle;
-_Static_assert(sizeof(host_ipc_event_handle) == PYGPU_IPC_EVENT_HANDLE_BYTES, "an event handle is 64 bytes");
-
-pygpu_status pygpu_rt_ipc_event_handle(pygpu_event_t e, unsigned char h[PYGPU_IPC_EVENT_HANDLE_BYTES])
-{
-    const host_event *ev = e;
-    if (!ev)
-        return fail(H_INVALID_HANDLE);
-    if (!(ev->flags & PYGPU_EVENT_INTERPROCESS))        /* (as CUDA) */
-        return fail(H_INVALID_HANDLE);
-    host_ipc_event_handle handle = {.magic = "PYGPUEVT", .pid = (long long)getpid()};
-    memcpy(h, &handle, sizeof handle);
-    return H_SUCCESS;
-}
-
-pygpu_status pygpu_rt_ipc_event_open(const unsigned char h[PYGPU_IPC_EVENT_HANDLE_BYTES], pygpu_event_t *e)
-{
-    host_ipc_event_handle handle;
-    memcpy(&handle, h, sizeof handle);
-    *e = NULL;
-    if (memcmp(handle.magic, "PYGPUEVT", 8) != 0 || handle.pid == (long long)getpid())
-        return fail(H_INVALID_VALUE);
-    return pygpu_rt_event_create(e, PYGPU_EVENT_INTERPROCESS | PYGPU_EVENT_DISABLE_TIMING);
-}
-
-pygpu_status pygpu_rt_event_synchronize(pygpu_event_t e) { return e ? H_SUCCESS : fail(H_INVALID_HANDLE); }
-pygpu_status pygpu_rt_event_query(pygpu_event_t e) { return e ? H_SUCCESS : fail(H_INVALID_HANDLE); }
-
-pygpu_status pygpu_rt_event_elapsed_ms(float *ms, pygpu_event_t start, pygpu_event_t end)
-{
-    host_event *a = start, *b = end;
-    if (!a || !b || !a->recorded || !b->recorded ||
-        (a->flags & PYGPU_EVENT_DISABLE_TIMING) || (b->flags & PYGPU_EVENT_DISABLE_TIMING))
-        return fail(H_INVALID_HANDLE);
-    *ms = (float)(b->t - a->t);
     return H_SUCCESS;
 }
 
