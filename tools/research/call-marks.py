@@ -76,7 +76,7 @@ def _sections():
 
     from pygpu.bench import registration
 
-    def threads(peers, limit=0, **kw):      # (registration off, as the whole run's threads table)
+    def threads_section(peers, limit=0, **kw):      # (registration off, as the whole run's threads table)
         def run():
             with registration(pygpu.transfer_config()["register_limit"] if limit is None else limit):
                 bench_scale.measure_threads(64 << 20, (1, 2, 4, 8), peers, None, 0.5, **kw)
@@ -85,9 +85,9 @@ def _sections():
     def both_ways(fn):
         return lambda: [fn(n, 0.5, down=d) for d in (False, True) for n in (16 << 20, 64 << 20, 256 << 20)]
     return {
-        "threads": threads(("cupy", "torch")),
-        "threads-own": threads(()),
-        "registered": threads((), None, ceilings=False),      # (the pygpu* rows: the defaults, met again: registered)
+        "threads": threads_section(("cupy", "torch")),
+        "threads-own": threads_section(()),
+        "registered": threads_section((), None, ceilings=False),      # (the pygpu* rows: the defaults, met again: registered)
         "async": both_ways(bench_scale.async_overlap),
         "beside": lambda: bench_scale.latency_beside(budget=0.3, own_streams=True),
         "fresh": lambda: bench_scale.fresh_downloads((256 << 20,), 0.3),
@@ -106,10 +106,7 @@ SECTIONS = _Lazy()
 
 def threads():
     """The process's threads (PyGPU's workers among them), where Linux tells."""
-    try:
-        return len(os.listdir("/proc/self/task"))
-    except OSError:
-        return "?"
+    return len(switches()) or "?"
 
 
 def switches():
