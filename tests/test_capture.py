@@ -315,10 +315,10 @@ def test_the_legacy_streams_array_freed_under_a_global_capture(cp):
     cs = cp.cuda.Stream(non_blocking=False)
     a = pygpu.zeros(1 << 20, np.float32)
     pygpu.synchronize()
+    gc.collect()                                    # (not inside: test_registered.py says why)
     cs.begin_capture(mode=GLOBAL)
     try:
-        del a
-        gc.collect()
+        del a                                       # (no cycle: freed at once)
     finally:
         graph = cs.end_capture()                    # (raises if the capture was broken)
     graph.launch(cs)
@@ -467,10 +467,10 @@ def test_the_legacy_streams_array_freed_beside_a_blocking_stream_being_captured(
     s = pygpu.Stream(non_blocking=False)
     a = pygpu.zeros(1 << 22, np.float32)            # (16 MiB: past the block cache, given back to the pool)
     pygpu.synchronize()
+    gc.collect()
     assert lib._stream_begin_capture(s.handle, 0) == 0
     try:
-        del a
-        gc.collect()
+        del a                                       # (no cycle: freed at once)
     finally:
         ended = lib._stream_end_capture(s.handle)
     assert ended == 0

@@ -375,8 +375,8 @@ def test_pages_an_asynchronous_copy_was_queued_on_are_let_go_after_it(limit, rng
     g.get_async(ary=back, stream=s)
     captured = pygpu.Stream(non_blocking=True)
     released = stats()["released"]
-    gc.collect()        # (not inside the capture: with JAX, PyTorch and Numba loaded a collection takes
-    #                     160 ms, and a global capture that long broke 2 times in 20 with no call of ours in it)
+    gc.collect()        # (not inside the capture: with JAX loaded, a global capture as long as a collection
+    #                     there (160 ms) breaks now and then with no call of ours in it: capture-libs.py)
     if beside != "alone":
         assert lib._stream_begin_capture(captured.handle, 0) == 0
     try:                                                # let go while the copies may be queued
