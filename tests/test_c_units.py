@@ -39,7 +39,7 @@ UNITS = {
     "test_lanes": ["src/transfer/lanes.c", "src/transfer/pinned_pool.c", "src/backend/rt_host.c", "src/backend/locked_host.c", "src/backend/captured_host.c", "src/backend/events_host.c",
                    "src/transfer/settings.c", "src/env.c"],
     "test_background": ["src/transfer/background.c", "src/transfer/background_up.c", "src/transfer/background_down.c",
-                        "src/transfer/hostcopy.c",
+                        "src/transfer/hostcopy.c", "src/transfer/events.c",
                         "src/transfer/workers.c", "src/transfer/lanes.c", "src/transfer/pinned_pool.c", "src/backend/rt_host.c", "src/backend/locked_host.c", "src/backend/captured_host.c", "src/backend/events_host.c",
                         "src/transfer/settings.c", "src/transfer/trace.c", "src/shape.c", "src/env.c"],
 }

@@ -24,6 +24,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "background.h"
+#include "events.h"
 #include "hostcopy.h"
 #include "lanes.h"
 #include "pinned_pool.h"
@@ -365,10 +366,9 @@ void pygpu_bg_finish(void *arg)
  * taken, and by the reaper (which has given the counters back already). */
 void pygpu_bg_task_free(task *t)
 {
-    if (t->done)
-        (void)pygpu_rt_event_destroy(t->done);
+    pygpu_event_give(t->device, t->done);                          /* (an upload's; kept for the next) */
     for (int k = 0; k < PYGPU_BG_RING_CHUNKS && t->ev[k]; k++)      /* (a download's) */
-        (void)pygpu_rt_event_destroy(t->ev[k]);
+        pygpu_event_give(t->device, t->ev[k]);
     if (t->counter || t->sent) {
         pthread_mutex_lock(&bg_mu);
         counter_give(t->counter);

@@ -60,7 +60,8 @@ struct task {
     size_t warm;                /* not an upload: page-lock a block of this size for the pool */
     /* A download: the event after each chunk's DMA, the chunks queued (the
      * lander copies out those; queuing over once `queue_over`), the
-     * device, and whether the lander is done.  A ring download's block
+     * device (an upload's too: its events are that device's, kept there
+     * for the next task by events.c), and whether the lander is done.  A ring download's block
      * holds `ring` chunks in turn: chunk k's DMA waits for the lander's
      * count (`counter`, chunks copied out) to reach k + 1 - ring; a ring
      * upload's, for the device's count (`sent`) to pass k + 1 - ring

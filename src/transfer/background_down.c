@@ -14,6 +14,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "background_down.h"
 #include "background.h"
+#include "events.h"
 #include "hostcopy.h"
 #include "trace.h"
 #include "workers.h"
@@ -110,16 +111,17 @@ static void landed(void *arg)
     pygpu_bg_finish(t);
 }
 
-/* A download's events, as many as its chunks; 0 if they cannot be had
- * (those made are destroyed). */
+/* A download's events, as many as its chunks, from those its device keeps
+ * (events.c: made where none is kept; the reaper gives them back); 0 if
+ * they cannot be had (those taken are given back). */
 static int events_made(task *t)
 {
     for (int k = 0; k < t->nchunks; k++) {
-        if (pygpu_rt_event_create(&t->ev[k], PYGPU_EVENT_DISABLE_TIMING) != 0) {
+        if (pygpu_event_take(t->device, &t->ev[k]) != 0) {
             (void)pygpu_rt_get_last_error();
             t->ev[k] = NULL;
             while (k-- > 0) {
-                (void)pygpu_rt_event_destroy(t->ev[k]);
+                pygpu_event_give(t->device, t->ev[k]);
                 t->ev[k] = NULL;
             }
             return 0;

@@ -26,6 +26,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "background_up.h"
 #include "background.h"
+#include "events.h"
 #include "hostcopy.h"
 #include "trace.h"
 #include "workers.h"
@@ -108,7 +109,9 @@ pygpu_status pygpu_bg_upload(char *dev, const char *host, const ptrdiff_t *strid
     }
     t->owner = owner;
     PYGPU_TRACE_TICK(clock);
-    if (pygpu_rt_event_create(&t->done, PYGPU_EVENT_DISABLE_TIMING) != 0) {
+    if (pygpu_rt_get_device(&t->device) != 0)   /* (its end's event: one its device keeps, given back by the reaper) */
+        t->device = -1;
+    if ((t->device < 0 || pygpu_event_take(t->device, &t->done) != 0)) {
         (void)pygpu_rt_get_last_error();
         t->done = NULL;
     }

@@ -6,14 +6,15 @@
  * that size, the next is taken; every taken transfer delivers its bytes
  * (dense and strided host sides; a download leaves the host elements
  * outside its view alone); every owner is released exactly once by the
- * reaper; nothing stays pending; once trimmed, no page-locked memory is in
- * use.  Also run under ThreadSanitizer.
+ * reaper; nothing stays pending; the tasks' events go back to those the
+ * device keeps; once trimmed, no page-locked memory is in use.  Also run under ThreadSanitizer.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
 #include "transfer/background.h"
 #include "transfer/background_down.h"
 #include "transfer/background_up.h"
+#include "transfer/events.h"
 #include "transfer/pinned_pool.h"
 #include "fork.h"
 
@@ -137,6 +138,11 @@ int main(void)
     CHECK(atomic_load(&taken_n) == THREADS * ROUNDS);
     CHECK(atomic_load(&released) == THREADS * ROUNDS);
     CHECK(pygpu_bg_pending() == 0);
+    /* (each task's events came from the device's kept ones and went back
+     * there: 144 tasks fill what it keeps, 16) */
+    CHECK(pygpu_events_kept(0) == 16);
+    pygpu_events_release();
+    CHECK(pygpu_events_kept(0) == 0);
     pygpu_pinned_trim();
     pygpu_pinned_stats_get(&st);
     CHECK(st.in_use == 0);
