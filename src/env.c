@@ -63,6 +63,8 @@ static void read_host(void)
     env.host_locked = pygpu_parse_bytes(getenv("PYGPU_HOST_LOCKED"));
     s = getenv("PYGPU_HOST_FORK_RULE");
     env.host_fork_rule_gpu = s && strcmp(s, "gpu") == 0;
+    s = getenv("PYGPU_HOST_RESET_RULE");
+    env.host_reset_rule_gpu = s && strcmp(s, "gpu") == 0;
 }
 
 static void read_env(void)

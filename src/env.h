@@ -22,6 +22,7 @@ typedef struct {
     size_t register_limit;      /* ... and its bytes (0: no host buffer page-locked in place) */
     size_t cache_bytes;         /* PYGPU_CACHE_BYTES: the host's last-level cache, 0 when unset */
     int host_fork_rule_gpu;     /* PYGPU_HOST_FORK_RULE=gpu: the host backend takes the GPUs' fork rule */
+    int host_reset_rule_gpu;    /* PYGPU_HOST_RESET_RULE=gpu: its reset destroys what was made before (fork.h) */
     /* the host backend's devices */
     int host_devices;           /* PYGPU_HOST_DEVICES: how many, 1 to 64 (default 1) */
     size_t host_memory;         /* PYGPU_HOST_MEMORY: bytes of "device memory" (0: unset, the physical memory) */

@@ -87,6 +87,15 @@ int pygpu_fork_check(pygpu_state *st)
     return -1;
 }
 
+int pygpu_reset_check(pygpu_state *st, int dev, unsigned made, const char *what)
+{
+    if (pygpu_reset_count(dev) == made)
+        return 0;
+    PyErr_Format(st->GPUError, "this %s was made on device %d before the device was reset, and died with the "
+                 "reset: make a new one", what, dev);
+    return -1;
+}
+
 int pygpu_check(pygpu_state *st, pygpu_status status, const char *call)
 {
     if (status == 0) {

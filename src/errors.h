@@ -40,6 +40,10 @@ PyObject *pygpu_query_result(pygpu_state *st, pygpu_status status, const char *c
  * may call the runtime (noting that it does), else -1 with GPUError saying
  * that the process forked after using the device. */
 int pygpu_fork_check(pygpu_state *st);
+/* 0 if an object (`what`: "stream", "event") made on device `dev` when its
+ * resets were `made` is still the runtime's; else -1 with a GPUError: it
+ * died with a reset of its device since (fork.h). */
+int pygpu_reset_check(pygpu_state *st, int dev, unsigned made, const char *what);
 
 /* A new cudaError_t object for `code`; new reference. */
 PyObject *pygpu_error_object(pygpu_state *st, int code);

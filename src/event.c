@@ -31,6 +31,7 @@ static PyObject *event_new(PyTypeObject *tp, PyObject *args, PyObject *kwds)
     if (!e)
         return NULL;
     e->device = dev;
+    e->resets = pygpu_reset_count(dev);
     e->recorded = 0;
     e->flags = (timing ? 0 : PYGPU_EVENT_DISABLE_TIMING) | (blocking ? PYGPU_EVENT_BLOCKING_SYNC : 0) |
                (interprocess ? PYGPU_EVENT_INTERPROCESS : 0);
@@ -46,7 +47,7 @@ static void event_dealloc(PyObject *self)
 {
     PyGPUEvent *e = (PyGPUEvent *)self;
     PyTypeObject *tp = Py_TYPE(self);
-    if (e->handle && !pygpu_fork_broken()) {
+    if (e->handle && !pygpu_fork_broken() && pygpu_reset_count(e->device) == e->resets) {
         pygpu_rt_event_destroy(e->handle);
         (void)pygpu_rt_get_last_error();
     }
@@ -76,7 +77,7 @@ static PyObject *event_record(PyObject *self, PyObject *args, PyObject *kwds)
 static int wait_event(pygpu_state *st, PyGPUEvent *e)
 {
     pygpu_status s;
-    if (pygpu_fork_check(st) < 0)
+    if (pygpu_fork_check(st) < 0 || pygpu_event_live(st, e) < 0)
         return -1;
     Py_BEGIN_ALLOW_THREADS
     s = pygpu_rt_event_synchronize(e->handle);
@@ -97,7 +98,7 @@ static PyObject *event_query(PyObject *self, PyObject *unused)
 {
     (void)unused;
     pygpu_state *st = pygpu_state_of(self);
-    if (!st || pygpu_fork_check(st) < 0)
+    if (!st || pygpu_fork_check(st) < 0 || pygpu_event_live(st, (PyGPUEvent *)self) < 0)
         return NULL;
     return pygpu_query_result(st, pygpu_rt_event_query(((PyGPUEvent *)self)->handle), "EventQuery");
 }
@@ -153,7 +154,7 @@ static PyObject *event_ipc_handle(PyObject *self, PyObject *unused)
     pygpu_state *st = pygpu_state_of(self);
     PyGPUEvent *e = (PyGPUEvent *)self;
     unsigned char h[PYGPU_IPC_EVENT_HANDLE_BYTES];
-    if (!st || pygpu_fork_check(st) < 0)
+    if (!st || pygpu_fork_check(st) < 0 || pygpu_event_live(st, e) < 0)
         return NULL;
     if (!(e->flags & PYGPU_EVENT_INTERPROCESS)) {
         PyErr_SetString(PyExc_ValueError, "ipc_handle(): this event was not made with interprocess=True");
@@ -193,6 +194,7 @@ static PyObject *event_from_ipc_handle(PyObject *cls, PyObject *arg)
     }
     e->handle = h;
     e->device = dev;
+    e->resets = pygpu_reset_count(dev);
     e->recorded = 1;            /* (by the other process: waiting for it is asked for) */
     e->flags = PYGPU_EVENT_INTERPROCESS | PYGPU_EVENT_DISABLE_TIMING;
     return (PyObject *)e;

@@ -70,3 +70,17 @@ void pygpu_fork_note_use(void)
 }
 
 int pygpu_fork_broken(void) { return atomic_load_explicit(&broken, memory_order_relaxed); }
+
+#define RESET_DEVICES 64            /* devices counted (more: their objects are never refused) */
+static atomic_uint resets[RESET_DEVICES];
+
+unsigned pygpu_reset_count(int dev)
+{
+    return dev >= 0 && dev < RESET_DEVICES ? atomic_load_explicit(&resets[dev], memory_order_relaxed) : 0;
+}
+
+void pygpu_reset_note(int dev)
+{
+    if (dev >= 0 && dev < RESET_DEVICES && (strcmp(pygpu_rt_vendor(), "host") || pygpu_env_get()->host_reset_rule_gpu))
+        atomic_fetch_add(&resets[dev], 1);
+}

@@ -1,5 +1,6 @@
 /*
- * fork.h -- the device runtime across fork() (fork.c).  Pure C.
+ * fork.h -- the device runtime across fork() and device resets (fork.c).
+ * Pure C.
  *
  * CUDA and HIP do not survive fork(): the child of a process that has used
  * the device cannot use it.  The child is told so by a GPUError at the
@@ -29,5 +30,17 @@ enum pygpu_fork_phase { PYGPU_FORK_PREPARE, PYGPU_FORK_PARENT, PYGPU_FORK_CHILD 
 typedef void (*pygpu_fork_fn)(enum pygpu_fork_phase phase);
 /* Register `fn` (once; at most 8 in all; module init registers them). */
 void pygpu_fork_register(pygpu_fork_fn fn);
+
+/* A device reset (cudaDeviceReset) destroys what was made on the device
+ * before it: memory, streams, events.  Resets are counted per device where
+ * the backend's reset destroys (the GPU backends; the host backend's under
+ * PYGPU_HOST_RESET_RULE=gpu, so that the rule can be tested without a GPU,
+ * where what it leaves alone is lost).  An object notes its device's count
+ * when made; one made under an earlier count is left alone when it dies
+ * (its handle is the runtime's no more: freeing it could crash) and
+ * refused where it would be used. */
+unsigned pygpu_reset_count(int dev);
+/* Count a reset of device `dev`. */
+void pygpu_reset_note(int dev);
 
 #endif /* PYGPU_FORK_H */

@@ -14,7 +14,9 @@
 #include "lowlevel.h"
 #include "marks.h"
 #include "convert.h"
+#include "copy/copy.h"
 #include "errors.h"
+#include "fork.h"
 #include "memory.h"
 #include "peer.h"
 #include "registered.h"
@@ -128,17 +130,22 @@ static PyObject *ll_get_last_error(PyObject *m, PyObject *args, PyObject *kwds)
     return PyLong_FromLong(peek ? pygpu_rt_peek_last_error() : pygpu_rt_get_last_error());
 }
 
-/* Every allocation of the current device dies with the reset: PyGPU's
- * caches of freed device blocks, page-locked blocks and events are emptied first,
- * so that nothing the module keeps for reuse outlives it; its peer access
- * and its pool's grants go with it, and are asked for again when next used. */
+/* Every allocation of the current device dies with the reset: the
+ * background transfers in flight are waited for (their page-locked blocks
+ * and events would die under them), the host buffers page-locked in place
+ * are let go (the reset drops their registration), and PyGPU's caches of
+ * freed device blocks, page-locked blocks and events are emptied, so that
+ * nothing the module keeps for reuse outlives it; its peer access and its
+ * pool's grants go with it, and are asked for again when next used. */
 static PyObject *ll_device_reset(PyObject *m, PyObject *unused)
 {
     (void)unused;
     pygpu_status s;
     int dev = -1;
+    pygpu_copy_reap_all();
     pygpu_cache_flush(PyModule_GetState(m));
     pygpu_registered_wait_all();
+    pygpu_registered_unpin_all();
     Py_BEGIN_ALLOW_THREADS
     pygpu_staging_release();
     pygpu_pinned_trim();
@@ -146,8 +153,10 @@ static PyObject *ll_device_reset(PyObject *m, PyObject *unused)
     if (pygpu_rt_get_device(&dev) != 0)
         dev = -1;
     s = pygpu_rt_device_reset();
-    if (s == 0)
+    if (s == 0) {
         pygpu_peer_forget(dev);
+        pygpu_reset_note(dev);
+    }
     Py_END_ALLOW_THREADS
     return PyLong_FromLong(s);
 }

@@ -91,6 +91,7 @@ static int put_off(pygpu_state *st, PyGPUMemory *m)
     }
     q->item[q->n].ptr = m->ptr;
     q->item[q->n].device = m->device;
+    q->item[q->n].resets = m->resets;
     q->item[q->n].stream = m->stream;
     q->item[q->n++].stream_ref = m->stream_ref;     /* (the reference moves) */
     m->stream_ref = NULL;
@@ -101,8 +102,8 @@ void pygpu_memory_put_off_retry(pygpu_state *st)
 {
     pygpu_put_off *q = &st->put_off;
     for (int i = 0; i < q->n;) {
-        int kept = 0;
-        pygpu_status s = free_on(q->item[i].ptr, q->item[i].device, 1, 0, q->item[i].stream, &kept);
+        int kept = 0, gone = pygpu_reset_count(q->item[i].device) != q->item[i].resets;   /* (died with a reset) */
+        pygpu_status s = gone ? 0 : free_on(q->item[i].ptr, q->item[i].device, 1, 0, q->item[i].stream, &kept);
         if (kept) {
             i++;
             continue;
@@ -130,6 +131,12 @@ static pygpu_status release(PyGPUMemory *m)
     pygpu_status s = 0;
     int kept = 0;
     if (!m->ptr) {              /* (nothing allocated: zero bytes, or it failed) */
+        m->freed = 1;
+        Py_CLEAR(m->stream_ref);
+        return 0;
+    }
+    if (pygpu_reset_count(m->device) != m->resets) {   /* (died with a reset of its device: fork.h) */
+        m->ptr = NULL;
         m->freed = 1;
         Py_CLEAR(m->stream_ref);
         return 0;
@@ -217,6 +224,7 @@ static PyObject *memory_make(pygpu_state *st, size_t nbytes, PyObject *stream, i
         goto done;
     m->size = m->capacity = nbytes;
     m->device = dev;
+    m->resets = pygpu_reset_count(dev);
     /* The per-thread default stream is another stream in each thread: give
      * such memory back on the legacy stream, which waits for it. */
     m->stream = h == PYGPU_STREAM_PER_THREAD ? PYGPU_STREAM_NULL : h;
@@ -397,6 +405,7 @@ static PyObject *memory_new_ipc(pygpu_state *st, size_t nbytes)
         return NULL;
     m->size = m->capacity = nbytes;
     m->device = dev;
+    m->resets = pygpu_reset_count(dev);
     m->ipc = 1;
     m->stream = PYGPU_STREAM_NULL;
     Py_BEGIN_ALLOW_THREADS

@@ -40,7 +40,7 @@ typedef struct {
  * (memory.c). */
 typedef struct {
     int n, cap;
-    struct { void *ptr; int device; pygpu_stream_t stream; PyObject *stream_ref; } *item;
+    struct { void *ptr; int device; unsigned resets; pygpu_stream_t stream; PyObject *stream_ref; } *item;
 } pygpu_put_off;
 
 #define PYGPU_XCACHE_SLOTS 8
@@ -104,6 +104,7 @@ typedef struct {
     int device;                 /* -1 for the special streams: the current device's */
     unsigned flags;
     int owned;                  /* destroy the handle with the object */
+    unsigned resets;            /* its device's resets when made (fork.h: made before one, it died with it) */
 } PyGPUStream;
 
 typedef struct {
@@ -112,6 +113,7 @@ typedef struct {
     int device;
     unsigned flags;
     int recorded;               /* record() was called at least once */
+    unsigned resets;            /* its device's resets when made (fork.h) */
 } PyGPUEvent;
 
 typedef struct {                /* DeviceAllocation: owner of one device allocation */
@@ -128,6 +130,7 @@ typedef struct {                /* DeviceAllocation: owner of one device allocat
     pygpu_stream_t stream;      /* the stream the allocation is ordered on */
     PyObject *stream_ref;       /* the Stream object owning it, or NULL */
     PyObject *weakreflist;
+    unsigned resets;            /* its device's resets when allocated (fork.h) */
 } PyGPUMemory;
 
 typedef struct {                /* HostAllocation: page-locked host memory */

@@ -329,8 +329,12 @@ int pygpu_registered_prepare(PyObject *arr, const void *p, size_t n)
  * copy is using stay as they are. */
 static void registered_fork(enum pygpu_fork_phase phase)
 {
-    if (phase != PYGPU_FORK_PREPARE || pygpu_fork_broken())
-        return;
+    if (phase == PYGPU_FORK_PREPARE && !pygpu_fork_broken())
+        pygpu_registered_unpin_all();
+}
+
+void pygpu_registered_unpin_all(void)
+{
     for (int i = 0; i < PYGPU_REGISTER_SLOTS; i++) {
         slot *r = &regs[i];
         if (r->wr && !r->busy && !r->inflight && !r->unpinned) {

@@ -36,6 +36,12 @@ void pygpu_registered_queued(int handle, int device, pygpu_stream_t s);
 /* Wait for every asynchronous copy of registered pages queued so far and
  * give their events back (before a device reset, which destroys them). */
 void pygpu_registered_wait_all(void);
+/* Every registration no copy is using unregistered, its slot let go at
+ * its next meeting (before a fork, whose child must have whole pages, and
+ * a device reset, which drops the runtime's registrations); after
+ * pygpu_registered_wait_all where copies may be queued.  Touches no
+ * Python object. */
+void pygpu_registered_unpin_all(void);
 /* What pygpu_registered_prepare returned, once the copy is over: a
  * registration that a copy uses is let go only after it. */
 void pygpu_registered_done(int handle);

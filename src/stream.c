@@ -13,6 +13,13 @@
 #include "fork.h"
 #include "state.h"
 
+/* 0 if `s` is still the runtime's; -1 with a GPUError if it was made
+ * before a reset of its device (the special streams never are). */
+static int stream_live(pygpu_state *st, const PyGPUStream *s)
+{
+    return s->device < 0 ? 0 : pygpu_reset_check(st, s->device, s->resets, "stream");
+}
+
 PyObject *pygpu_current_stream(pygpu_state *st)
 {
     PyObject *link = NULL;
@@ -24,6 +31,8 @@ PyObject *pygpu_current_stream(pygpu_state *st)
     }
     PyObject *s = Py_NewRef(PyTuple_GET_ITEM(link, 0));
     Py_DECREF(link);
+    if (stream_live(st, (PyGPUStream *)s) < 0)
+        Py_CLEAR(s);
     return s;
 }
 
@@ -67,7 +76,7 @@ int pygpu_stream_arg(pygpu_state *st, PyObject *obj, pygpu_stream_t *out)
     }
     if (PyObject_TypeCheck(obj, st->Stream)) {
         *out = ((PyGPUStream *)obj)->handle;
-        return 0;
+        return stream_live(st, (PyGPUStream *)obj);
     }
     if (PyLong_Check(obj) && !PyBool_Check(obj)) {
         /* A raw handle (another library's stream): the caller keeps it alive. */
@@ -190,6 +199,7 @@ static PyObject *stream_new(PyTypeObject *tp, PyObject *args, PyObject *kwds)
         return NULL;
     s->flags = non_blocking ? PYGPU_STREAM_NON_BLOCKING : 0;
     s->device = dev;
+    s->resets = pygpu_reset_count(dev);
     if (pygpu_check(st, pygpu_rt_stream_create(&s->handle, s->flags, priority), "StreamCreateWithPriority") < 0) {
         Py_DECREF(s);
         return NULL;
@@ -202,7 +212,7 @@ static void stream_dealloc(PyObject *self)
 {
     PyGPUStream *s = (PyGPUStream *)self;
     PyTypeObject *tp = Py_TYPE(self);
-    if (s->owned && s->handle && !pygpu_fork_broken()) {
+    if (s->owned && s->handle && !pygpu_fork_broken() && pygpu_reset_count(s->device) == s->resets) {
         /* Pending work completes; the runtime releases the stream after it. */
         pygpu_rt_stream_destroy(s->handle);
         (void)pygpu_rt_get_last_error();
@@ -260,8 +270,8 @@ static PyObject *stream_priority(PyObject *self, void *c)
     (void)c;
     pygpu_state *st = pygpu_state_of(self);
     int p = 0;
-    if (!st || pygpu_check(st, pygpu_rt_stream_priority(((PyGPUStream *)self)->handle, &p),
-                           "StreamGetPriority") < 0)
+    if (!st || stream_live(st, (PyGPUStream *)self) < 0 ||
+        pygpu_check(st, pygpu_rt_stream_priority(((PyGPUStream *)self)->handle, &p), "StreamGetPriority") < 0)
         return NULL;
     return PyLong_FromLong(p);
 }
@@ -278,7 +288,7 @@ static PyObject *stream_synchronize(PyObject *self, PyObject *unused)
     pygpu_state *st = pygpu_state_of(self);
     pygpu_stream_t h = ((PyGPUStream *)self)->handle;
     pygpu_status s;
-    if (!st || pygpu_fork_check(st) < 0 ||
+    if (!st || pygpu_fork_check(st) < 0 || stream_live(st, (PyGPUStream *)self) < 0 ||
         pygpu_capture_refuse(st, h, 0, "Stream.synchronize()", "Synchronize after the capture has ended.") < 0)
         return NULL;
     Py_BEGIN_ALLOW_THREADS
@@ -293,7 +303,7 @@ static PyObject *stream_query(PyObject *self, PyObject *unused)
 {
     (void)unused;
     pygpu_state *st = pygpu_state_of(self);
-    if (!st || pygpu_fork_check(st) < 0)
+    if (!st || pygpu_fork_check(st) < 0 || stream_live(st, (PyGPUStream *)self) < 0)
         return NULL;
     return pygpu_query_result(st, pygpu_rt_stream_query(((PyGPUStream *)self)->handle), "StreamQuery");
 }
@@ -306,18 +316,24 @@ static PyObject *stream_wait_event(PyObject *self, PyObject *ev)
     if (!PyObject_TypeCheck(ev, st->Event))
         return PyErr_Format(PyExc_TypeError, "wait_event() takes a pygpu.Event, not %.100s",
                             Py_TYPE(ev)->tp_name);
-    if (pygpu_check(st, pygpu_rt_stream_wait_event(((PyGPUStream *)self)->handle,
-                                                    ((PyGPUEvent *)ev)->handle),
+    if (stream_live(st, (PyGPUStream *)self) < 0 || pygpu_event_live(st, (PyGPUEvent *)ev) < 0 ||
+        pygpu_check(st, pygpu_rt_stream_wait_event(((PyGPUStream *)self)->handle, ((PyGPUEvent *)ev)->handle),
                     "StreamWaitEvent") < 0)
         return NULL;
     Py_RETURN_NONE;
+}
+
+int pygpu_event_live(pygpu_state *st, const PyGPUEvent *e)
+{
+    return pygpu_reset_check(st, e->device, e->resets, "event");
 }
 
 int pygpu_event_record_on(pygpu_state *st, PyGPUEvent *e, PyObject *stream)
 {
     pygpu_stream_t h;
     int prev;
-    if (pygpu_stream_for(st, stream, e->device, "event", &h) < 0 || pygpu_device_enter(st, e->device, &prev) < 0)
+    if (pygpu_event_live(st, e) < 0 || pygpu_stream_for(st, stream, e->device, "event", &h) < 0 ||
+        pygpu_device_enter(st, e->device, &prev) < 0)
         return -1;
     pygpu_status r = pygpu_rt_event_record(e->handle, h);
     if (pygpu_device_leave(st, prev) < 0 || pygpu_check(st, r, "EventRecord") < 0)

@@ -42,6 +42,9 @@ pygpu_stream_t pygpu_current_stream_on(PyObject *current, int dev);
 /* Record event `e` on the stream argument `stream` (on e's device); 0, or
  * -1 with an exception set. */
 int pygpu_event_record_on(pygpu_state *st, PyGPUEvent *e, PyObject *stream);
+/* 0 if event `e` is still the runtime's; -1 with a GPUError if it was made
+ * before a reset of its device (fork.h). */
+int pygpu_event_live(pygpu_state *st, const PyGPUEvent *e);
 int pygpu_stream_init(PyObject *m, pygpu_state *st);
 
 /* Record that work on `a`'s memory was queued on handle `s`, the resolved

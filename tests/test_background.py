@@ -1056,3 +1056,38 @@ def test_a_chunk_failing_part_way_raises_and_leaves_nothing(run_python, case, up
     assert len(bg) == 4, (case, bg)
     if "ring" in case:
         assert all(" through a ring" in line for line in bg), bg
+
+
+def test_a_device_reset_waits_for_the_transfers_in_flight(run_python):
+    """A device reset frees every allocation of the device, the page-locked
+    blocks and events of background transfers among them: the transfers
+    still in flight are waited for and let go first (none is left), the
+    host buffers page-locked in place are let go, and the device works
+    again after.  (The host backend's transfers are over
+    when their call returns: there this holds the reset's way alone.)"""
+    proc = run_python("""
+        import numpy as np, pygpu
+        pygpu.transfer_config(min_bytes=0, register_limit=256 << 20)
+        h = np.random.default_rng(0).random(4 << 20)
+        big = np.random.default_rng(1).integers(0, 255, 34 << 20, dtype=np.uint8)
+        for _ in range(2):                          # (met again: page-locked in place)
+            pygpu.to_gpu(big)
+        back = np.empty_like(h)
+        s = pygpu.Stream()
+        g = pygpu.to_gpu(h)
+        sent = [pygpu.to_gpu_async(h, stream=s) for _ in range(3)] + [pygpu.to_gpu_async(big, stream=s)]
+        g.get_async(stream=s, ary=back)
+        print(pygpu.cudaDeviceReset(), pygpu.pinned_pool_stats()["background"])
+        del sent, g
+        for _ in range(3):                          # (its registration gone with the reset: let go, met anew)
+            assert (pygpu.to_gpu(big).get() == big).all()
+        s2 = pygpu.Stream()
+        for _ in range(3):
+            x = pygpu.to_gpu_async(h, stream=s2)
+            y = np.empty_like(h)
+            x.get_async(stream=s2, ary=y)
+            s2.synchronize()
+            assert (y == h).all()
+        print("ok")
+        """, env={"PYGPU_BACKEND": pygpu.backend})
+    assert proc.stdout.split() == ["<cudaError:", "code=0>", "0", "ok"], proc.stdout + proc.stderr

@@ -238,6 +238,53 @@ def test_device_reset_in_a_fresh_process(run_python):
     assert proc.stdout.split() == ["<cudaError:", "code=0>", "ok"]
 
 
+def test_what_a_device_reset_destroyed_is_refused_and_left_alone(run_python):
+    """A device reset destroys the memory, streams and events made on the
+    device before it: using one of them raises a GPUError that says so
+    (the runtime could crash on its handle), and when they die nothing is
+    given back through the runtime (their memory is no longer in use by
+    them); what is made after works.  The host backend keeps its objects
+    through a reset, but for under PYGPU_HOST_RESET_RULE=gpu, which takes
+    the GPUs' rule so that it is tested everywhere."""
+    proc = run_python("""
+        import gc, numpy as np, pygpu
+        s = pygpu.Stream(non_blocking=True)
+        e = pygpu.Event()
+        e.record(s)
+        a = pygpu.to_gpu(np.arange(1000.), stream=s)
+        b = pygpu.to_gpu(np.arange(1 << 22, dtype=np.uint8))
+        old = [a, b, s, e]
+        s.synchronize()
+        print(pygpu.cudaDeviceReset())
+        refused = 0
+        for fn in (s.synchronize, s.query, e.synchronize, e.query, lambda: e.record(),
+                   lambda: pygpu.to_gpu(np.ones(3), stream=s), lambda: pygpu.Stream().wait_event(e),
+                   lambda: pygpu.empty(8, np.float32, stream=s)):
+            try:
+                fn()
+            except pygpu.GPUError as exc:
+                assert "before the device was reset" in str(exc), exc
+                refused += 1
+        with s:
+            try:
+                pygpu.to_gpu(np.ones(3))
+            except pygpu.GPUError as exc:
+                assert "before the device was reset" in str(exc), exc
+                refused += 1
+        free = pygpu.mem_get_info()[0]
+        del a, b, s, e, old
+        gc.collect()
+        print(refused, pygpu.mem_get_info()[0] == free)
+        s = pygpu.Stream(non_blocking=True)
+        c = pygpu.to_gpu(np.arange(10.), stream=s)
+        ev = s.record()
+        ev.synchronize()
+        assert (c.get() == np.arange(10.)).all()
+        print("ok")
+        """, env={"PYGPU_BACKEND": pygpu.backend, "PYGPU_HOST_RESET_RULE": "gpu"})
+    assert proc.stdout.split() == ["<cudaError:", "code=0>", "9", "True", "ok"], proc.stdout + proc.stderr
+
+
 def test_no_device_never_raises(run_python):
     """On a GPU backend that finds no device, every call returns its error."""
     names = [b for b in ("cuda", "hip") if b in pygpu.backends()]

@@ -43,6 +43,12 @@ void pygpu_copy_reap(void)
     pygpu_bg_reap(release_owner);
 }
 
+void pygpu_copy_reap_all(void)
+{
+    pygpu_bg_reap_all(release_owner);
+    pygpu_bg_forget_counters();
+}
+
 /* The first time in this process that PyGPU's kernels could not run
  * where a copy wanted them (`why`, their loading's status): a
  * BackendWarning saying so, and what such copies do instead.  0, or -1

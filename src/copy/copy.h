@@ -26,6 +26,10 @@ int pygpu_copy_across(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, c
 /* Give back what finished background uploads held (their page-locked
  * blocks, their host memory's owners); the GIL held. */
 void pygpu_copy_reap(void);
+/* The same once every background transfer is over, and their counters'
+ * page-locked block freed (before a device reset, which frees their
+ * page-locked memory and events); the GIL held. */
+void pygpu_copy_reap_all(void);
 /* 1 if PyGPU's kernels can run on device `dev` (-1: the current one),
  * readying them there the first time; 0 if not (with the one-time
  * BackendWarning saying why); -1 with an exception set. */

@@ -279,6 +279,18 @@ static uint32_t *counter_take(void)
     return c;
 }
 
+void pygpu_bg_forget_counters(void)
+{
+    pthread_mutex_lock(&bg_mu);
+    if (counters && ncounters_free == PYGPU_BG_COUNTERS) {     /* (none in use: no task in flight) */
+        if (pygpu_rt_host_free(counters) != 0)
+            (void)pygpu_rt_get_last_error();
+        counters = NULL;
+        ncounters_free = counters_tried = 0;
+    }
+    pthread_mutex_unlock(&bg_mu);
+}
+
 /* (bg_mu held) */
 static void counter_give(uint32_t *c)
 {
@@ -502,6 +514,15 @@ void pygpu_bg_reap(void (*release)(void *owner))
             release(owner);
         atomic_fetch_sub(&in_flight, 1);
         t = next;
+    }
+}
+
+void pygpu_bg_reap_all(void (*release)(void *owner))
+{
+    for (int spins = 0; atomic_load(&in_flight) > 0; spins++) {
+        pygpu_bg_reap(release);
+        if (atomic_load(&in_flight) > 0)
+            pygpu_bg_pause_after(spins);
     }
 }
 

@@ -109,6 +109,14 @@ void pygpu_bg_claim_or_wait(enum pygpu_bg_thread thread, task *t, void (*here)(t
 /* Give back what finished tasks held: their blocks to the pinned pool, and
  * each owner to release(owner) (called with the GIL held). */
 void pygpu_bg_reap(void (*release)(void *owner));
+/* pygpu_bg_reap until no task is in flight: each ends once its stream has
+ * passed it and its thread is done with it, neither of which waits for
+ * the GIL (held by the caller, for release). */
+void pygpu_bg_reap_all(void (*release)(void *owner));
+/* The uploads' counters' page-locked block freed, a new one made when
+ * next needed (before a device reset, which would free it under the
+ * counters); nothing done while a task holds a counter. */
+void pygpu_bg_forget_counters(void);
 /* Background tasks not yet over: uploads and downloads not yet reaped,
  * and blocks being page-locked for the pool. */
 int pygpu_bg_pending(void);
