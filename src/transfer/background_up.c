@@ -111,7 +111,7 @@ pygpu_status pygpu_bg_upload(char *dev, const char *host, const ptrdiff_t *strid
     PYGPU_TRACE_TICK(clock);
     if (pygpu_rt_get_device(&t->device) != 0)   /* (its end's event: one its device keeps, given back by the reaper) */
         t->device = -1;
-    if ((t->device < 0 || pygpu_event_take(t->device, &t->done) != 0)) {
+    if (t->device < 0 || pygpu_event_take(t->device, &t->done) != 0) {
         (void)pygpu_rt_get_last_error();
         t->done = NULL;
     }
