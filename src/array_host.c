@@ -59,8 +59,8 @@ int pygpu_upload_into(pygpu_state *st, PyGPUArray *a, PyArrayObject *h, PyObject
     pygpu_stream_t s;
     if (pygpu_stream_for(st, stream, a->device, "array", &s) < 0)
         return -1;
-    pygpu_side dst = {a->data, GA_STRIDES(a), 1, a->device, NULL};
-    pygpu_side src = {PyArray_BYTES(h), PyArray_STRIDES(h), 0, -1, (PyObject *)h};    /* (kept by an upload in the background) */
+    pygpu_side dst = {a->data, GA_STRIDES(a), 1, a->device, NULL, NULL};
+    pygpu_side src = {PyArray_BYTES(h), PyArray_STRIDES(h), 0, -1, (PyObject *)h, NULL};    /* (kept by an upload in the background) */
     if (pygpu_copy(st, dst, src, a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, async) < 0)
         return -1;
     pygpu_array_set_last_stream(st, a, stream, s);
@@ -152,7 +152,7 @@ PyObject *pygpu_array_get(PyGPUArray *a, PyObject *out, PyObject *stream, int pa
     /* (the array is the host memory's owner: kept until a download in the
      * background has written it, when async; else its buffer may be
      * page-locked in place, registered.c) */
-    pygpu_side host = {PyArray_BYTES((PyArrayObject *)out), PyArray_STRIDES((PyArrayObject *)out), 0, -1, out};
+    pygpu_side host = {PyArray_BYTES((PyArrayObject *)out), PyArray_STRIDES((PyArrayObject *)out), 0, -1, out, NULL};
     pygpu_mark(1);
     if (pygpu_copy(st, host, pygpu_device_side(a), a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, async) < 0) {
         Py_DECREF(out);
@@ -248,7 +248,7 @@ static int assign_on_device(pygpu_state *st, PyGPUArray *a, PyGPUArray *v, PyObj
         broadcast_to(a, tmp->nd, GA_SHAPE(tmp), GA_STRIDES(tmp), strides);
     }
     PyGPUArray *from = tmp ? tmp : v;
-    pygpu_side src = {from->data, strides, 1, from->device, NULL};
+    pygpu_side src = {from->data, strides, 1, from->device, NULL, from->mem};
     if (PyArray_EquivTypes(a->descr, v->descr))
         r = pygpu_copy(st, pygpu_device_side(a), src, a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, async);
     else if ((r = pygpu_cast(st, pygpu_device_side(a), pygpu_ktype_of(a->descr), src, pygpu_ktype_of(v->descr), a->nd,
@@ -315,7 +315,7 @@ int pygpu_array_assign(PyGPUArray *a, PyObject *value, PyObject *stream, int asy
         !(PyArray_Check(value) && pygpu_stream_capturing(s) != PYGPU_CAPTURE_NONE)) {
         r = pygpu_fill(st, pygpu_device_side(a), a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), PyArray_BYTES(h), s);
     } else if (broadcast_to(a, PyArray_NDIM(h), PyArray_SHAPE(h), PyArray_STRIDES(h), strides) == 0) {
-        pygpu_side src = {PyArray_BYTES(h), strides, 0, -1, (PyObject *)h};
+        pygpu_side src = {PyArray_BYTES(h), strides, 0, -1, (PyObject *)h, NULL};
         pygpu_mark(1);
         r = pygpu_copy(st, pygpu_device_side(a), src, a->nd, GA_SHAPE(a), GA_ITEMSIZE(a), s, async);
     }

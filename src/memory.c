@@ -544,7 +544,8 @@ static int run_copy(pygpu_state *st, void *dst, int ddev, const void *src, int s
                     enum pygpu_copy_kind kind, pygpu_stream_t s, int async)
 {
     ptrdiff_t shape = (ptrdiff_t)n, one = 1;
-    pygpu_side d = {dst, &one, kind != PYGPU_COPY_D2H, ddev, NULL}, f = {(char *)src, &one, kind != PYGPU_COPY_H2D, sdev, NULL};
+    pygpu_side d = {dst, &one, kind != PYGPU_COPY_D2H, ddev, NULL, NULL};
+    pygpu_side f = {(char *)src, &one, kind != PYGPU_COPY_H2D, sdev, NULL, NULL};
     if (n > 0 && (!dst || !src)) {
         PyErr_Format(PyExc_ValueError, "device address 0 is null: %zu bytes cannot be copied there", n);
         return -1;

@@ -213,12 +213,14 @@ typedef struct {
     int on_device;
     int device;
     PyObject *owner;
+    PyObject *mem;              /* a device array's memory owner (borrowed; the doors refuse one a reset
+                                 * destroyed: fork.h), or NULL */
 } pygpu_side;
 
 /* A GPUArray as one side of a copy. */
 static inline pygpu_side pygpu_device_side(PyGPUArray *a)
 {
-    return (pygpu_side){a->data, GA_STRIDES(a), 1, a->device, NULL};
+    return (pygpu_side){a->data, GA_STRIDES(a), 1, a->device, NULL, a->mem};
 }
 
 /* The array that keeps the stream of the work on `a`'s memory: the array

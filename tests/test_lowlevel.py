@@ -240,8 +240,10 @@ def test_device_reset_in_a_fresh_process(run_python):
 
 def test_what_a_device_reset_destroyed_is_refused_and_left_alone(run_python):
     """A device reset destroys the memory, streams and events made on the
-    device before it: using one of them raises a GPUError that says so
-    (the runtime could crash on its handle), and when they die nothing is
+    device before it: using one of them (an array too: copies, fills,
+    casts, assignment from it) raises a GPUError that says so (the runtime
+    could crash on its handle, or a kernel break the context on its
+    memory), and when they die nothing is
     given back through the runtime (their memory is no longer in use by
     them); what is made after works.  The host backend keeps its objects
     through a reset, but for under PYGPU_HOST_RESET_RULE=gpu, which takes
@@ -271,6 +273,16 @@ def test_what_a_device_reset_destroyed_is_refused_and_left_alone(run_python):
             except pygpu.GPUError as exc:
                 assert "before the device was reset" in str(exc), exc
                 refused += 1
+        fresh = pygpu.zeros(1000, np.float64)
+        for fn in (b.get, lambda: a.get(stream=None), lambda: b.fill(1), lambda: b.set(np.ones(b.shape, np.uint8)),
+                   lambda: b.__setitem__(slice(None), 7), lambda: b.astype(np.float32), lambda: b[::2].copy(),
+                   lambda: fresh.__setitem__(slice(None), a)):
+            try:
+                fn()
+            except pygpu.GPUError as exc:
+                assert "array's memory was made on device 0 before the device was reset" in str(exc), exc
+                refused += 1
+        assert (fresh.get() == 0).all()
         free = pygpu.mem_get_info()[0]
         del a, b, s, e, old
         gc.collect()
@@ -282,7 +294,7 @@ def test_what_a_device_reset_destroyed_is_refused_and_left_alone(run_python):
         assert (c.get() == np.arange(10.)).all()
         print("ok")
         """, env={"PYGPU_BACKEND": pygpu.backend, "PYGPU_HOST_RESET_RULE": "gpu"})
-    assert proc.stdout.split() == ["<cudaError:", "code=0>", "9", "True", "ok"], proc.stdout + proc.stderr
+    assert proc.stdout.split() == ["<cudaError:", "code=0>", "17", "True", "ok"], proc.stdout + proc.stderr
 
 
 def test_no_device_never_raises(run_python):

@@ -38,6 +38,17 @@ static void release_owner(void *owner)
     Py_DECREF((PyObject *)owner);
 }
 
+/* 0, or -1 with a GPUError if side `d`'s memory died with a reset of its
+ * device since it was allocated (fork.h): a copy or a kernel there would
+ * meet memory the runtime no longer has. */
+static int side_live(pygpu_state *st, pygpu_side d)
+{
+    if (!d.mem || !PyObject_TypeCheck(d.mem, st->Memory))
+        return 0;
+    const PyGPUMemory *m = (const PyGPUMemory *)d.mem;
+    return pygpu_reset_check(st, m->device, m->resets, "array's memory");
+}
+
 void pygpu_copy_reap(void)
 {
     pygpu_bg_reap(release_owner);
@@ -265,6 +276,8 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
     int dev = dst.on_device ? dst.device : src.on_device ? src.device : -1, prev = -1;
     int cross = dst.on_device && src.on_device && dst.device >= 0 && src.device >= 0 && dst.device != src.device;
     pygpu_mark(2);
+    if (side_live(st, dst) < 0 || side_live(st, src) < 0)
+        return -1;
     pygpu_copy_reap();
     if (dev >= 0 && pygpu_device_enter(st, dev, &prev) < 0)
         return -1;
@@ -361,6 +374,8 @@ int pygpu_copy_across(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, c
                       ptrdiff_t itemsize)
 {
     ctx c = {.s = PYGPU_STREAM_NULL};
+    if (side_live(st, dst) < 0 || side_live(st, src) < 0)
+        return -1;
     pygpu_copy_reap();
     pygpu_trace_enter();
     c.ts = PyEval_SaveThread();
@@ -380,6 +395,8 @@ int pygpu_cast(pygpu_state *st, pygpu_side dst, int dtype, pygpu_side src, int s
     pygpu_pair p;
     pygpu_status r = 0;
     int prev = -1, done = 0;
+    if (side_live(st, dst) < 0 || side_live(st, src) < 0)
+        return -1;
     pygpu_pair_init(&p, nd, shape, dst.strides, src.strides);
     pygpu_pair_simplify(&p, 0);
     if (p.nd < 0)
@@ -480,7 +497,7 @@ static pygpu_status fill_by_copies(ctx *c, const pygpu_pair *p, char *dst, ptrdi
         return fill_dense(c, dst, n, itemsize, value);
     if ((r = cp_dev_temp(c, &t, (size_t)(n * itemsize))) == 0 && (r = fill_dense(c, t.dev, n, itemsize, value)) == 0) {
         dense_strides(p, itemsize, ds);
-        pygpu_side view = {dst, p->strides[0], 1, -1, NULL}, dense = {t.dev, ds, 1, -1, NULL};
+        pygpu_side view = {dst, p->strides[0], 1, -1, NULL, NULL}, dense = {t.dev, ds, 1, -1, NULL, NULL};
         r = cp_plan(c, view, dense, p->nd, p->shape, itemsize);
     }
     return cp_temps_free(c, &t, r);
@@ -493,6 +510,8 @@ int pygpu_fill(pygpu_state *st, pygpu_side dst, int nd, const ptrdiff_t *shape, 
     pygpu_pair p;
     pygpu_status r = 0;
     int uniform = is_uniform(value, itemsize);
+    if (side_live(st, dst) < 0)
+        return -1;
     pygpu_pair_init(&p, nd, shape, dst.strides, dst.strides);
     pygpu_pair_simplify(&p, 0);
     if (p.nd < 0)

@@ -40,7 +40,7 @@ pygpu_status cp_via_host(ctx *c, pygpu_side dst, pygpu_side src, int nd, const p
     pygpu_shape_strides(nd, shape, itemsize, 0, strides);
     if ((r = cp_host_temp(c, &t, (size_t)(size * itemsize))) != 0)
         return r;
-    pygpu_side mid = {t.host, strides, 0, -1, NULL};
+    pygpu_side mid = {t.host, strides, 0, -1, NULL, NULL};
     if ((r = cp_plan(c, mid, src, nd, shape, itemsize)) == 0 &&
         (r = blame(c, pygpu_rt_stream_synchronize(c->s), "StreamSynchronize")) == 0)
         r = cp_plan(c, dst, mid, nd, shape, itemsize);
