@@ -1063,8 +1063,8 @@ def test_a_device_reset_waits_for_the_transfers_in_flight(run_python):
     blocks and events of background transfers among them: the transfers
     still in flight are waited for and let go first (none is left), the
     host buffers page-locked in place are let go, and the device works
-    again after.  (The host backend's transfers are over
-    when their call returns: there this holds the reset's way alone.)"""
+    again after.  (The host backend's transfers are over when their call
+    returns: there this holds the reset's way alone.)"""
     proc = run_python("""
         import numpy as np, pygpu
         pygpu.transfer_config(min_bytes=0, register_limit=256 << 20)

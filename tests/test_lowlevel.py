@@ -243,11 +243,10 @@ def test_what_a_device_reset_destroyed_is_refused_and_left_alone(run_python):
     device before it: using one of them (an array too: copies, fills,
     casts, assignment from it) raises a GPUError that says so (the runtime
     could crash on its handle, or a kernel break the context on its
-    memory), and when they die nothing is
-    given back through the runtime (their memory is no longer in use by
-    them); what is made after works.  The host backend keeps its objects
-    through a reset, but for under PYGPU_HOST_RESET_RULE=gpu, which takes
-    the GPUs' rule so that it is tested everywhere."""
+    memory), and when they die nothing is given back through the runtime;
+    what is made after works.  The host backend keeps its objects through
+    a reset, but for under PYGPU_HOST_RESET_RULE=gpu, which takes the
+    GPUs' rule so that it is tested everywhere."""
     proc = run_python("""
         import gc, numpy as np, pygpu
         s = pygpu.Stream(non_blocking=True)

@@ -7,7 +7,8 @@
  * (dense and strided host sides; a download leaves the host elements
  * outside its view alone); every owner is released exactly once by the
  * reaper; nothing stays pending; the tasks' events go back to those the
- * device keeps; once trimmed, no page-locked memory is in use.  Also run under ThreadSanitizer.
+ * device keeps; once trimmed, no page-locked memory is in use.  Also run
+ * under ThreadSanitizer.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
