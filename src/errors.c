@@ -89,7 +89,7 @@ int pygpu_fork_check(pygpu_state *st)
 
 int pygpu_reset_check(pygpu_state *st, int dev, unsigned made, const char *what)
 {
-    if (pygpu_reset_count(dev) == made)
+    if (!pygpu_reset_since(dev, made))
         return 0;
     PyErr_Format(st->GPUError, "this %s was made on device %d before the device was reset, and died with the "
                  "reset: make a new one", what, dev);

@@ -47,7 +47,7 @@ static void event_dealloc(PyObject *self)
 {
     PyGPUEvent *e = (PyGPUEvent *)self;
     PyTypeObject *tp = Py_TYPE(self);
-    if (e->handle && !pygpu_fork_broken() && pygpu_reset_count(e->device) == e->resets) {
+    if (e->handle && !pygpu_fork_broken() && !pygpu_reset_since(e->device, e->resets)) {
         pygpu_rt_event_destroy(e->handle);
         (void)pygpu_rt_get_last_error();
     }

@@ -79,6 +79,8 @@ unsigned pygpu_reset_count(int dev)
     return dev >= 0 && dev < RESET_DEVICES ? atomic_load_explicit(&resets[dev], memory_order_relaxed) : 0;
 }
 
+int pygpu_reset_since(int dev, unsigned made) { return pygpu_reset_count(dev) != made; }
+
 void pygpu_reset_note(int dev)
 {
     if (dev >= 0 && dev < RESET_DEVICES && (strcmp(pygpu_rt_vendor(), "host") || pygpu_env_get()->host_reset_rule_gpu))

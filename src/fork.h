@@ -40,6 +40,8 @@ void pygpu_fork_register(pygpu_fork_fn fn);
  * (its handle is the runtime's no more: freeing it could crash) and
  * refused where it would be used. */
 unsigned pygpu_reset_count(int dev);
+/* 1 if device `dev` was reset since an object noted `made` of it. */
+int pygpu_reset_since(int dev, unsigned made);
 /* Count a reset of device `dev`. */
 void pygpu_reset_note(int dev);
 

@@ -102,7 +102,7 @@ void pygpu_memory_put_off_retry(pygpu_state *st)
 {
     pygpu_put_off *q = &st->put_off;
     for (int i = 0; i < q->n;) {
-        int kept = 0, gone = pygpu_reset_count(q->item[i].device) != q->item[i].resets;   /* (died with a reset) */
+        int kept = 0, gone = pygpu_reset_since(q->item[i].device, q->item[i].resets);   /* (died with a reset) */
         pygpu_status s = gone ? 0 : free_on(q->item[i].ptr, q->item[i].device, 1, 0, q->item[i].stream, &kept);
         if (kept) {
             i++;
@@ -130,12 +130,8 @@ static pygpu_status release(PyGPUMemory *m)
 {
     pygpu_status s = 0;
     int kept = 0;
-    if (!m->ptr) {              /* (nothing allocated: zero bytes, or it failed) */
-        m->freed = 1;
-        Py_CLEAR(m->stream_ref);
-        return 0;
-    }
-    if (pygpu_reset_count(m->device) != m->resets) {   /* (died with a reset of its device: fork.h) */
+    /* (nothing allocated: zero bytes, or it failed; or it died with a reset of its device: fork.h) */
+    if (!m->ptr || pygpu_reset_since(m->device, m->resets)) {
         m->ptr = NULL;
         m->freed = 1;
         Py_CLEAR(m->stream_ref);

@@ -212,7 +212,7 @@ static void stream_dealloc(PyObject *self)
 {
     PyGPUStream *s = (PyGPUStream *)self;
     PyTypeObject *tp = Py_TYPE(self);
-    if (s->owned && s->handle && !pygpu_fork_broken() && pygpu_reset_count(s->device) == s->resets) {
+    if (s->owned && s->handle && !pygpu_fork_broken() && !pygpu_reset_since(s->device, s->resets)) {
         /* Pending work completes; the runtime releases the stream after it. */
         pygpu_rt_stream_destroy(s->handle);
         (void)pygpu_rt_get_last_error();
