@@ -378,7 +378,10 @@ def test_the_first_copy_between_two_devices_keeps_a_capture_valid(run_python, mo
     global or relaxed mode, the check waits on streams of its own: it used
     the legacy stream and a device-wide synchronize, which the runtime
     refuses under any capture and which broke the capture (the host
-    backend refuses it as the runtime does).  The capture ends valid and
+    backend refuses it as the runtime does).  Enabling peer access and the
+    pools' grants, which the runtime refuses under a capture in global mode
+    (tools/research/capture-peer.c), are made in relaxed mode: before, the
+    global case ended broken on two H200s.  The capture ends valid and
     copies between the devices land whole."""
     proc = run_python(f"""
         import numpy as np, pygpu

@@ -10,7 +10,7 @@
 #   bash tools/gpu-check.sh bench      build + everything but the tests
 #   bash tools/gpu-check.sh devices    build + the multi-device and MPI tests (and the main job's peers
 #                                      section and bench --devices, tested) + the peers section + bench
-#                                      --devices + tools/research/peer-costs.py + the MPI ping-pong (pygpu.bench_mpi) + benchmarks/test_devices.py + every device transferring
+#                                      --devices + tools/research/peer-costs.py + capture-peer.c + the MPI ping-pong (pygpu.bench_mpi) + benchmarks/test_devices.py + every device transferring
 #                                      at once (bench_scale.registered_at_once: registration off, then on: as
 #                                      the default limit or PYGPU_REGISTER_LIMIT's; 64 and 256 MiB), 2 rounds, and the host's floors
 #   bash tools/gpu-check.sh copies     build + the tests of copies on the device + bench --copies
@@ -161,6 +161,10 @@ devices() {
         echo "== a copy between devices, call by call (tools/research/peer-costs.py, in $OUT/peer-costs.txt)"
         PYTHONPATH=$PWD python3 tools/research/peer-costs.py >"$OUT/peer-costs.txt" 2>&1
         grep -E "pygpu|memcpyPeer \+" "$OUT/peer-costs.txt"
+        echo "== which calls between devices a capture in global mode refuses (tools/research/capture-peer.c)"
+        cuda=${CUDA_HOME:-/usr/local/cuda}
+        gcc -O2 -I"$cuda/include" tools/research/capture-peer.c -L"$cuda/lib64" -lcudart -o /tmp/capture-peer \
+            && { /tmp/capture-peer fresh global; /tmp/capture-peer calls; } 2>&1 | tee "$OUT/capture-peer.txt"
         echo "== MPI ping-pong, 2 ranks (python -m pygpu.bench_mpi)"
         mpi=(mpirun -np 2)
         mpirun --version 2>&1 | grep -q "Open MPI" && mpi+=(--oversubscribe --allow-run-as-root)

@@ -270,7 +270,7 @@ pygpu_status pygpu_rt_device_reset(void)
     return e;
 }
 
-pygpu_status pygpu_rt_mempool_trim(int dev, size_t keep_bytes)
+static rt_error mempool_trim(int dev, size_t keep_bytes)
 {
     rt_mempool pool;
     rt_error e = RT(DeviceGetDefaultMemPool)(&pool, dev);
@@ -278,11 +278,10 @@ pygpu_status pygpu_rt_mempool_trim(int dev, size_t keep_bytes)
         RT(GetLastError)();
         return RT(Success);         /* no pool, nothing cached */
     }
-    if (e != RT(Success))
-        return e;
-    capture_mode m = relax();
-    return unrelax(m, RT(MemPoolTrimTo)(pool, keep_bytes));
+    return e != RT(Success) ? e : RT(MemPoolTrimTo)(pool, keep_bytes);
 }
+
+pygpu_status pygpu_rt_mempool_trim(int dev, size_t keep_bytes) { RELAXED(mempool_trim(dev, keep_bytes)); }
 
 /* ---- memory other processes can map ----------------------------------- */
 
@@ -661,9 +660,14 @@ pygpu_status pygpu_rt_can_access_peer(int dev, int peer, int *can)
     return RT(DeviceCanAccessPeer)(can, dev, peer);
 }
 
+/* Enabling and disabling peer access and a pool's grants (and asking for
+ * them) are refused under a capture in global mode too, and break it
+ * (tools/research/capture-peer.c): a pair's first use, beside another
+ * library's capture, makes them relaxed. */
 pygpu_status pygpu_rt_enable_peer_access(int peer)
 {
-    rt_error e = RT(DeviceEnablePeerAccess)(peer, 0);
+    capture_mode m = relax();
+    rt_error e = unrelax(m, RT(DeviceEnablePeerAccess)(peer, 0));
     if (e == RT(ErrorPeerAccessAlreadyEnabled)) {
         (void)RT(GetLastError)();
         return 0;
@@ -673,7 +677,8 @@ pygpu_status pygpu_rt_enable_peer_access(int peer)
 
 pygpu_status pygpu_rt_disable_peer_access(int peer)
 {
-    rt_error e = RT(DeviceDisablePeerAccess)(peer);
+    capture_mode m = relax();
+    rt_error e = unrelax(m, RT(DeviceDisablePeerAccess)(peer));
     if (e == RT(ErrorPeerAccessNotEnabled)) {
         (void)RT(GetLastError)();
         return 0;
@@ -687,7 +692,7 @@ pygpu_status pygpu_rt_p2p_rank(int src, int dst, int *rank)
     return RT(DeviceGetP2PAttribute)(rank, RT(DevP2PAttrPerformanceRank), src, dst);
 }
 
-pygpu_status pygpu_rt_mempool_grant(int owner, int peer, int on)
+static rt_error mempool_grant(int owner, int peer, int on)
 {
     rt_mempool pool;
     rt_error e = RT(DeviceGetDefaultMemPool)(&pool, owner);
@@ -711,7 +716,9 @@ pygpu_status pygpu_rt_mempool_grant(int owner, int peer, int on)
     return RT(MemPoolSetAccess)(pool, &d, 1);
 }
 
-pygpu_status pygpu_rt_mempool_access(int owner, int peer, int *on)
+pygpu_status pygpu_rt_mempool_grant(int owner, int peer, int on) { RELAXED(mempool_grant(owner, peer, on)); }
+
+static rt_error mempool_access(int owner, int peer, int *on)
 {
     rt_mempool pool;
     *on = 0;
@@ -736,6 +743,8 @@ pygpu_status pygpu_rt_mempool_access(int owner, int peer, int *on)
     *on = e == RT(Success) && flags == RT(MemAccessFlagsProtReadWrite);
     return e;
 }
+
+pygpu_status pygpu_rt_mempool_access(int owner, int peer, int *on) { RELAXED(mempool_access(owner, peer, on)); }
 
 pygpu_status pygpu_rt_memcpy_peer_async(void *dst, int ddev, const void *src, int sdev, size_t n,
                                         pygpu_stream_t s)
