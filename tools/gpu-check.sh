@@ -259,6 +259,10 @@ if [ "$what" != bench ]; then
         PYGPU_BACKEND=host python3 -m pytest -q -ra 2>&1 | tee "$OUT/tests-host.log" | grep -E "^FAILED|passed|failed"
     fi
 fi
+if [ "$what" != bench ]; then
+    echo "== a gated upload behind a pool block being page-locked (tools/research/warm-beside-gates.py; a hang: exit 124)"
+    timeout 60 python3 tools/research/warm-beside-gates.py 4 2>/dev/null; echo "exit $?"
+fi
 [ "$what" = tests ] && exit 0
 
 devices

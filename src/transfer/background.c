@@ -5,9 +5,9 @@
  * are background_up.c, the downloads background_down.c, which make the
  * tasks and hand them over here.
  *
- * One mover thread per process takes the uploads' tasks (and the blocks
- * to page-lock for the pool) in the order they were queued, and one
- * lander thread the downloads'; each calls its task's `run`.  An upload's
+ * One mover thread per process takes the uploads' tasks in the order they
+ * were queued, one lander thread the downloads', and one warmer thread the
+ * blocks to page-lock for the pool; each calls its task's `run`.  An upload's
  * gates wait for the mover's count of chunks copied (`copied`, under
  * bg_mu), a download's host function for the lander's `landed`.
  * The reaper, with the GIL held, gives back a task's block and counters
@@ -37,8 +37,8 @@
 #include <string.h>
 #include <time.h>
 
-/* A thread of the background (the mover, the lander) and its queue of
- * tasks, taken in order (bg_mu). */
+/* A thread of the background (the mover, the lander, the warmer) and its
+ * queue of tasks, taken in order (bg_mu). */
 typedef struct {
     task *head, *tail;
     pthread_cond_t cv;          /* a task for it, or it idle */
@@ -54,8 +54,11 @@ static int exit_wait;
 
 static bg_thread mover = {NULL, NULL, PTHREAD_COND_INITIALIZER, 0, 0, 0};
 static bg_thread lander = {NULL, NULL, PTHREAD_COND_INITIALIZER, 0, 0, 0};
-static bg_thread *const bg_threads[] = {[PYGPU_BG_MOVER] = &mover, [PYGPU_BG_LANDER] = &lander};
-static size_t warming;          /* the size of the block the mover is asked to page-lock, if any */
+static bg_thread warmer = {NULL, NULL, PTHREAD_COND_INITIALIZER, 0, 0, 0};
+static bg_thread *const bg_threads[] = {[PYGPU_BG_MOVER] = &mover, [PYGPU_BG_LANDER] = &lander,
+                                        [PYGPU_BG_WARMER] = &warmer};
+#define BG_THREADS ((int)(sizeof bg_threads / sizeof *bg_threads))
+static size_t warming;          /* the size of the block the warmer is asked to page-lock, if any */
 static atomic_int in_flight;    /* tasks not yet reaped */
 static atomic_int reapable;
 
@@ -116,7 +119,11 @@ int pygpu_bg_task_threads(const task *t)
 }
 
 /* A block of t->warm bytes page-locked into the pool; t is over.  (The
- * mover's work on a task of warm_pool's.) */
+ * warmer's work on a task of warm_pool's.  Not the mover's: page-locking
+ * and the pool's evictions (cudaFreeHost) are runtime calls that may wait
+ * for the device, whose streams may hold gated uploads queued behind the
+ * task in the mover's order, waiting for the mover's copies; the mover
+ * makes no runtime call, so that nothing it does waits for a stream.) */
 static void warm_block(task *t, int *device)
 {
     (void)device;
@@ -162,7 +169,7 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
-/* At exit, the mover and the lander finish what they have (gates and
+/* At exit, the background threads finish what they have (gates and
  * host functions still waiting on a stream would keep the runtime's
  * teardown waiting); a few seconds at most. */
 static void bg_at_exit(void)
@@ -171,7 +178,7 @@ static void bg_at_exit(void)
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += 5;
     pthread_mutex_lock(&bg_mu);
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < BG_THREADS; i++)
         while (bg_threads[i]->running && (bg_threads[i]->head || bg_threads[i]->busy))
             if (pthread_cond_timedwait(&bg_threads[i]->cv, &bg_mu, &until) != 0)
                 break;
@@ -232,7 +239,7 @@ void pygpu_bg_queued(void)
     pthread_mutex_unlock(&queue_mu);
 }
 
-/* No cached block of `bytes`: the mover page-locks one for the pool (the
+/* No cached block of `bytes`: the warmer page-locks one for the pool (the
  * milliseconds that takes are not the caller's), so that the next upload
  * of this size goes in the background. */
 static void warm_pool(size_t bytes)
@@ -243,7 +250,7 @@ static void warm_pool(size_t bytes)
     w->warm = bytes;
     w->run = warm_block;
     pthread_mutex_lock(&bg_mu);
-    if (warming == bytes || enqueue(&mover, w) != 0) {     /* (asked already: the uploads meanwhile are not) */
+    if (warming == bytes || enqueue(&warmer, w) != 0) {     /* (asked already: the uploads meanwhile are not) */
         free(w);
     } else {
         warming = bytes;
@@ -395,7 +402,7 @@ void pygpu_bg_task_free(task *t)
 /* A task for host elements [0, n) in C order over shape (strides: the
  * host layout at `host`) with its block and its chunks; NULL when the
  * transfer is not for the background (too small, or no cached block fits:
- * then the mover page-locks one for the next).  An upload takes a counter
+ * then the warmer page-locks one for the next).  An upload takes a counter
  * for its gates.  An upload bigger than a ring goes through one where the
  * stream can write a counter too: its chunks are copied with plain stores
  * (they are over 8 MiB) into lines the DMA then reads out of the cache,
@@ -545,7 +552,7 @@ static void bg_fork(enum pygpu_fork_phase phase)
     atomic_store(&waits_fail, 0);
     atomic_store(&writes_fail, 0);
     pthread_mutex_init(&queue_mu, NULL);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < BG_THREADS; i++) {
         bg_thread *b = bg_threads[i];
         pthread_cond_init(&b->cv, NULL);
         b->head = b->tail = NULL;

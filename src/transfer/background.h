@@ -33,8 +33,9 @@ typedef struct {
     int k;
 } gate_arg;
 
-/* The background's two threads, each with its queue of tasks. */
-enum pygpu_bg_thread { PYGPU_BG_MOVER, PYGPU_BG_LANDER };
+/* The background's threads, each with its queue of tasks (the warmer's
+ * are background.c's own: blocks page-locked for the pool). */
+enum pygpu_bg_thread { PYGPU_BG_MOVER, PYGPU_BG_LANDER, PYGPU_BG_WARMER };
 
 struct task {
     task *next;                 /* in the mover's (or lander's) queue */

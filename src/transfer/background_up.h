@@ -21,7 +21,7 @@
  * `owner` (a PyObject holding the host memory, with a reference the task
  * takes over) is handed to the reaper once the host memory has been read.
  * *taken = 0 when the upload is not for the background, and the caller
- * keeps its reference: no cached page-locked block fits (the mover then
+ * keeps its reference: no cached page-locked block fits (the warmer then
  * page-locks one for the pool, so that the next upload of this size goes
  * in the background: that takes milliseconds a hundred MiB, which are not
  * the caller's), or no mover thread could be started.  Else a status:
