@@ -1,8 +1,9 @@
 /*
  * background.c -- the background's queue (see background.h): the tasks of
  * transfers that complete in the background, the mover and the lander
- * threads that take them, the uploads' counters, the reaper; the uploads
- * are background_up.c, the downloads background_down.c, which make the
+ * threads that take them (and the warmer, which page-locks blocks for the
+ * pool), the uploads' counters, the reaper; the uploads are
+ * background_up.c, the downloads background_down.c, which make the
  * tasks and hand them over here.
  *
  * One mover thread per process takes the uploads' tasks in the order they

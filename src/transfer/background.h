@@ -1,8 +1,8 @@
 /*
  * background.h -- the background's queue (background.c): the tasks of
- * transfers that complete in the background, the two threads that take
- * them in order (the mover, for uploads and for blocks page-locked for
- * the pool; the lander, for downloads), their locks and counts, the
+ * transfers that complete in the background, the threads that take
+ * them in order (the mover, for uploads; the lander, for downloads; the
+ * warmer, for blocks page-locked for the pool), their locks and counts, the
  * uploads' counters, and the reaper that gives back what finished tasks
  * held.  The uploads (background_up.c) and the downloads
  * (background_down.c) make tasks and hand them over here; the queue
@@ -38,7 +38,7 @@ typedef struct {
 enum pygpu_bg_thread { PYGPU_BG_MOVER, PYGPU_BG_LANDER, PYGPU_BG_WARMER };
 
 struct task {
-    task *next;                 /* in the mover's (or lander's) queue */
+    task *next;                 /* in its thread's queue (the mover's, the lander's, the warmer's) */
     task *reap_next;            /* in the reaper's list (an upload is there while the mover may still have it) */
     /* What its thread does with it, without the queue's lock; `device`:
      * the thread's current device, which the call keeps (a new thread is
