@@ -72,7 +72,7 @@ void pygpu_fork_note_use(void)
 int pygpu_fork_broken(void) { return atomic_load_explicit(&broken, memory_order_relaxed); }
 
 #define RESET_DEVICES 64            /* devices counted (more: their objects are never refused) */
-static atomic_uint resets[RESET_DEVICES];
+static atomic_uint resets[RESET_DEVICES], resets_all;
 
 unsigned pygpu_reset_count(int dev)
 {
@@ -81,8 +81,12 @@ unsigned pygpu_reset_count(int dev)
 
 int pygpu_reset_since(int dev, unsigned made) { return pygpu_reset_count(dev) != made; }
 
+unsigned pygpu_reset_total(void) { return atomic_load_explicit(&resets_all, memory_order_relaxed); }
+
 void pygpu_reset_note(int dev)
 {
-    if (dev >= 0 && dev < RESET_DEVICES && (strcmp(pygpu_rt_vendor(), "host") || pygpu_env_get()->host_reset_rule_gpu))
+    if (dev >= 0 && dev < RESET_DEVICES && (strcmp(pygpu_rt_vendor(), "host") || pygpu_env_get()->host_reset_rule_gpu)) {
         atomic_fetch_add(&resets[dev], 1);
+        atomic_fetch_add(&resets_all, 1);
+    }
 }

@@ -42,6 +42,9 @@ void pygpu_fork_register(pygpu_fork_fn fn);
 unsigned pygpu_reset_count(int dev);
 /* 1 if device `dev` was reset since an object noted `made` of it. */
 int pygpu_reset_since(int dev, unsigned made);
+/* The resets of every device counted so far (host memory page-locked
+ * before one is registered no more). */
+unsigned pygpu_reset_total(void);
 /* Count a reset of device `dev`. */
 void pygpu_reset_note(int dev);
 

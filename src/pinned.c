@@ -23,7 +23,7 @@ static void host_release(PyGPUHostMemory *h)
     if (h->ptr && h->pooled) {
         pygpu_pinned_give(h->ptr);
     } else if (h->ptr && !pygpu_fork_broken()) {
-        pygpu_rt_host_free(h->ptr);
+        pygpu_rt_host_unpin(h->ptr, h->size);
         (void)pygpu_rt_get_last_error();
     }
     h->ptr = NULL;
@@ -119,9 +119,10 @@ static PyType_Spec host_spec = {
     .slots = host_slots,
 };
 
-/* A new HostAllocation of n bytes (from the pool when `pooled`: NULL with
- * no exception if the pool refuses), for `purpose` (NULL: raw memory, as
- * the message says if it runs out); new reference. */
+/* A new HostAllocation of n bytes (a block the pool has cached when
+ * `pooled`: NULL with no exception where it has none; else made now),
+ * for `purpose` (NULL: raw memory, as the message says if it runs out);
+ * new reference. */
 static PyObject *host_alloc(pygpu_state *st, size_t n, int pooled, const pygpu_alloc_purpose *purpose)
 {
     pygpu_status s;
@@ -130,20 +131,18 @@ static PyObject *host_alloc(pygpu_state *st, size_t n, int pooled, const pygpu_a
         return NULL;
     h->size = n;
     if (pooled) {
-        Py_BEGIN_ALLOW_THREADS
-        h->ptr = pygpu_pinned_take(n);
-        Py_END_ALLOW_THREADS
+        h->ptr = pygpu_pinned_take_cached(n);
         h->pooled = h->ptr != NULL;
         if (!h->ptr)
             Py_CLEAR(h);
     } else if (n) {
         Py_BEGIN_ALLOW_THREADS
-        s = pygpu_rt_host_alloc(&h->ptr, n);
+        s = pygpu_rt_host_pin(&h->ptr, n);
         Py_END_ALLOW_THREADS
         if (s != 0) {
             h->ptr = NULL;
             Py_DECREF(h);
-            (void)pygpu_check_alloc(st, s, "HostAlloc", n, -1, purpose);
+            (void)pygpu_check_alloc(st, s, "HostRegister", n, -1, purpose);
             return NULL;
         }
     }

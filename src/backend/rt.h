@@ -128,6 +128,17 @@ pygpu_status pygpu_rt_ipc_event_open(const unsigned char h[PYGPU_IPC_EVENT_HANDL
 /* Page-locked host memory. */
 pygpu_status pygpu_rt_host_alloc(void **p, size_t n);
 pygpu_status pygpu_rt_host_free(void *p);
+/* Page-locked host memory of n bytes made in two steps, so that the
+ * runtime is held only for the second: shared anonymous pages (a fork's
+ * child reads them, as it reads host_alloc's) faulted in by the caller,
+ * then registered (portable, mapped).  The runtime's own allocation holds
+ * every other thread's runtime calls for all of its time; this takes the
+ * caller 1.2-1.4 times as long, and the others wait only while the pages
+ * are registered, a twentieth of it (tools/research/lock-ways.c,
+ * docs/performance.md#pinned-pool).  Freed by host_unpin with the same n;
+ * the host backend's are host_alloc's. */
+pygpu_status pygpu_rt_host_pin(void **p, size_t n);
+pygpu_status pygpu_rt_host_unpin(void *p, size_t n);
 pygpu_status pygpu_rt_host_register(void *p, size_t n);
 pygpu_status pygpu_rt_host_unregister(void *p);
 /* *pinned = 1 if the `n` bytes at `p` are page-locked (allocated or registered

@@ -493,6 +493,15 @@ pygpu_status pygpu_rt_host_free(void *p)
     return block_free(p);
 }
 
+/* Here the two steps are one: host_alloc's blocks (pageable, as above). */
+pygpu_status pygpu_rt_host_pin(void **p, size_t n) { return pygpu_rt_host_alloc(p, n); }
+
+pygpu_status pygpu_rt_host_unpin(void *p, size_t n)
+{
+    (void)n;
+    return pygpu_rt_host_free(p);
+}
+
 /* Within PYGPU_HOST_LOCKED (an operating system's locked-memory limit):
  * more is refused with out of memory, as CUDA refuses it. */
 pygpu_status pygpu_rt_host_register(void *p, size_t n)

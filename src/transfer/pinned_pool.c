@@ -31,6 +31,7 @@ typedef struct {
     size_t size;
     int in_use;
     int prev, next;             /* on its class's list of cached blocks; -1 ends */
+    unsigned resets;            /* pygpu_reset_total() when it was made (fork.h) */
 } pool_block;
 
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -137,7 +138,7 @@ static void where_remove(const void *p)
 }
 
 /* A slot for a new block of `size` at `p`, in use; -1 if none can be had. */
-static int slot_new(void *p, size_t size)
+static int slot_new(void *p, size_t size, unsigned resets)
 {
     int i;
     if (!where_room())
@@ -156,9 +157,17 @@ static int slot_new(void *p, size_t size)
         }
         i = nslots++;
     }
-    blocks[i] = (pool_block){p, size, 1, -1, -1};
+    blocks[i] = (pool_block){p, size, 1, -1, -1, resets};
     where_put(i);
     return i;
+}
+
+/* Slot i emptied (its block out of the lists and the hash already). */
+static void slot_free(int i)
+{
+    blocks[i].ptr = NULL;
+    blocks[i].next = empty;
+    empty = i;
 }
 
 static size_t default_limit(void)
@@ -186,28 +195,67 @@ static void pool_ready(void)
     }
 }
 
-/* Free cached blocks (pool_mu held), the biggest first, until `need` more
- * bytes fit the limit, or all when need == SIZE_MAX. */
-static void evict(size_t need)
+/* Blocks unlinked from the pool, to be freed after: a list ended by a NULL
+ * pointer. */
+typedef struct {
+    void *ptr;
+    size_t size;
+} unlinked;
+
+/* Block i added to the list of n (cap: its room); 0 where it cannot grow. */
+static int listed(unlinked **list, size_t *n, size_t *cap, int i)
 {
+    if (*n + 1 >= *cap) {
+        size_t more = *cap ? 2 * *cap : 8;
+        unlinked *l = realloc(*list, more * sizeof *l);
+        if (!l)
+            return 0;
+        *list = l;
+        *cap = more;
+    }
+    (*list)[(*n)++] = (unlinked){blocks[i].ptr, blocks[i].size};
+    (*list)[*n].ptr = NULL;
+    return 1;
+}
+
+/* Unlink cached blocks (pool_mu held), the biggest first, until `need`
+ * more bytes fit the limit, or all when need == SIZE_MAX; returns them in
+ * a list for release() to free once pool_mu is let go: freeing page-locked
+ * memory may wait for the device, and takes of cached blocks (a background
+ * upload's, on the caller's thread) must not wait for it meanwhile.
+ * (Where the list cannot be had, a block is freed at once.  A broken child
+ * leaves the parent's memory alone: its blocks are only forgotten.) */
+static unlinked *evict(size_t need)
+{
+    unlinked *list = NULL;
+    size_t n = 0, cap = 0;
     pool_ready();
     for (int k = CLASSES - 1; k >= 0; k--) {
         while (cached_head[k] >= 0) {
             if (need != SIZE_MAX && stats.in_use + stats.cached + need <= stats.limit)
-                return;
+                return list;
             int i = cached_head[k];
             list_remove(i);
             where_remove(blocks[i].ptr);
-            if (!pygpu_fork_broken()) {     /* (a broken child leaves the parent's memory alone) */
-                pygpu_rt_host_free(blocks[i].ptr);
+            if (!pygpu_fork_broken() && !listed(&list, &n, &cap, i)) {
+                pygpu_rt_host_unpin(blocks[i].ptr, blocks[i].size);
                 (void)pygpu_rt_get_last_error();
             }
             stats.cached -= blocks[i].size;
-            blocks[i].ptr = NULL;
-            blocks[i].next = empty;
-            empty = i;
+            slot_free(i);
         }
     }
+    return list;
+}
+
+/* Free evict()'s blocks (pool_mu not held), and its list. */
+static void release(unlinked *list)
+{
+    for (size_t i = 0; list && list[i].ptr; i++) {
+        pygpu_rt_host_unpin(list[i].ptr, list[i].size);
+        (void)pygpu_rt_get_last_error();
+    }
+    free(list);
 }
 
 /* The smallest cached block of at least `want` bytes and at most twice
@@ -261,19 +309,24 @@ void *pygpu_pinned_take(size_t n)
     pool_ready();
     if ((p = take_cached(want)) != NULL)
         goto done;
-    evict(want);
-    if (stats.in_use + stats.cached + want > stats.limit || want > stats.limit)
-        goto done;
+    unlinked *evicted = evict(want);
+    if (stats.in_use + stats.cached + want > stats.limit || want > stats.limit) {
+        pthread_mutex_unlock(&pool_mu);
+        release(evicted);
+        return NULL;
+    }
     /* Reserve the bytes, then page-lock without holding the lock: it is slow. */
     stats.in_use += want;
     pthread_mutex_unlock(&pool_mu);
-    pygpu_status s = pygpu_rt_host_alloc(&p, want);
+    release(evicted);
+    unsigned resets = pygpu_reset_total();
+    pygpu_status s = pygpu_rt_host_pin(&p, want);
     pthread_mutex_lock(&pool_mu);
-    if (s != 0 || slot_new(p, want) < 0) {
+    if (s != 0 || slot_new(p, want, resets) < 0) {
         if (s != 0)
             (void)pygpu_rt_get_last_error();
         else
-            pygpu_rt_host_free(p);
+            pygpu_rt_host_unpin(p, want);
         stats.in_use -= want;
         p = NULL;
         goto done;
@@ -284,19 +337,32 @@ done:
     return p;
 }
 
+/* (A block made before a device reset is registered no more: freed, not
+ * cached.) */
 void pygpu_pinned_give(void *p)
 {
+    unlinked stale = {NULL, 0};
     pthread_mutex_lock(&pool_mu);
     int i = slot_of(p);
     if (i >= 0 && blocks[i].in_use) {
         blocks[i].in_use = 0;
         stats.in_use -= blocks[i].size;
-        stats.cached += blocks[i].size;
-        list_push(i);
+        if (blocks[i].resets != pygpu_reset_total()) {
+            stale = (unlinked){p, blocks[i].size};
+            where_remove(p);
+            slot_free(i);
+        } else {
+            stats.cached += blocks[i].size;
+            list_push(i);
+        }
     }
-    if (stats.in_use + stats.cached > stats.limit)
-        evict(0);
+    unlinked *evicted = stats.in_use + stats.cached > stats.limit ? evict(0) : NULL;
     pthread_mutex_unlock(&pool_mu);
+    release(evicted);
+    if (stale.ptr && !pygpu_fork_broken()) {
+        pygpu_rt_host_unpin(stale.ptr, stale.size);
+        (void)pygpu_rt_get_last_error();
+    }
 }
 
 static void pool_fork(enum pygpu_fork_phase phase)
@@ -320,15 +386,17 @@ void pygpu_pinned_set_limit(size_t limit)
     pthread_mutex_lock(&pool_mu);
     limit_read = 1;
     stats.limit = limit;
-    evict(0);
+    unlinked *evicted = evict(0);
     pthread_mutex_unlock(&pool_mu);
+    release(evicted);
 }
 
 void pygpu_pinned_trim(void)
 {
     pthread_mutex_lock(&pool_mu);
-    evict(SIZE_MAX);
+    unlinked *evicted = evict(SIZE_MAX);
     pthread_mutex_unlock(&pool_mu);
+    release(evicted);
 }
 
 void pygpu_pinned_pool_init(void)

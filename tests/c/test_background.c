@@ -27,6 +27,7 @@
 
 void pygpu_fork_register(pygpu_fork_fn fn) { (void)fn; }
 int pygpu_fork_broken(void) { return 0; }
+unsigned pygpu_reset_total(void) { return 0; }
 
 #define THREADS 12
 #define ROUNDS 12

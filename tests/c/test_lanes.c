@@ -20,6 +20,7 @@
 
 void pygpu_fork_register(pygpu_fork_fn fn) { (void)fn; }
 int pygpu_fork_broken(void) { return 0; }
+unsigned pygpu_reset_total(void) { return 0; }
 
 static pygpu_transfer_config cfg;
 static int asked_to_stop;

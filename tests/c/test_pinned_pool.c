@@ -5,7 +5,8 @@
  * of what the pool promises: a take gets a block at least as big as asked
  * and at most twice the rounded size, never one in use; in_use and cached
  * add up; a given-back block is reused for a take of its size; the limit
- * holds (a take past it gets NULL); trim leaves nothing cached.
+ * holds (a take past it gets NULL); trim leaves nothing cached; a block
+ * made before a device reset is freed when given back, not cached.
  */
 #include "check.h"
 #include "transfer/pinned_pool.h"
@@ -16,6 +17,8 @@
 
 void pygpu_fork_register(pygpu_fork_fn fn) { (void)fn; }
 int pygpu_fork_broken(void) { return 0; }
+static unsigned resets;
+unsigned pygpu_reset_total(void) { return resets; }
 
 #define LIVE 2000
 
@@ -70,5 +73,19 @@ int main(void)
     pygpu_pinned_trim();
     pygpu_pinned_stats_get(&st);
     CHECK(st.in_use == 0 && st.cached == 0);
+    /* A block made before a reset goes when given back; one made after stays. */
+    pygpu_pinned_set_limit((size_t)1 << 30);
+    void *before = pygpu_pinned_take(300000);
+    CHECK(before != NULL);
+    resets++;
+    void *after = pygpu_pinned_take(300000);
+    CHECK(after != NULL && after != before);
+    pygpu_pinned_give(before);
+    pygpu_pinned_stats_get(&st);
+    CHECK(st.cached == 0 && st.in_use > 0);
+    pygpu_pinned_give(after);
+    pygpu_pinned_stats_get(&st);
+    CHECK(st.cached > 0 && st.in_use == 0);
+    pygpu_pinned_trim();
     return check_done("test_pinned_pool");
 }
