@@ -18,6 +18,7 @@
 #include "shape.h"
 #include "state.h"
 #include "stream.h"
+#include "transfer/background.h"
 #include "transfer/pinned_pool.h"
 
 /* ---- construction ------------------------------------------------------------ */
@@ -96,9 +97,13 @@ PyObject *pygpu_array_from_host(pygpu_state *st, PyObject *obj, PyArray_Descr *d
 /* ---- transfers ------------------------------------------------------------ */
 
 /* A new C-order host array for `a`'s elements: page-locked if asked; else,
- * where the transfer wing says so (pygpu_pinned_for_get), from the pinned
- * pool (DMA goes straight into it at the link's speed), falling back to
- * ordinary memory when the pool is full.  New reference. */
+ * where the transfer wing says so (pygpu_pinned_for_get), a block the
+ * pinned pool has cached (DMA goes straight into it at the link's speed);
+ * else ordinary memory, and the warmer page-locks a block for the next
+ * get() of this size.  Not made here: page-locking runs at a few GB/s, a
+ * tenth of a staged download into fresh memory, and a program that keeps
+ * its results would meet it at every get() (docs/performance.md#pooled-get).
+ * New reference. */
 static PyObject *new_host_array(pygpu_state *st, PyGPUArray *a, int pagelocked)
 {
     PyObject *out;
@@ -109,6 +114,7 @@ static PyObject *new_host_array(pygpu_state *st, PyGPUArray *a, int pagelocked)
         out = pygpu_pagelocked_empty(st, a->descr, a->nd, GA_SHAPE(a), 1);
         if (out || PyErr_Occurred())
             return out;
+        pygpu_bg_warm((size_t)nbytes);
     }
     /* (Past the pool's limit: a staged download of 32 MiB or more faults
      * the fresh pages in while its DMA runs.) */

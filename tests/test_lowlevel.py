@@ -296,6 +296,65 @@ def test_what_a_device_reset_destroyed_is_refused_and_left_alone(run_python):
     assert proc.stdout.split() == ["<cudaError:", "code=0>", "17", "True", "ok"], proc.stdout + proc.stderr
 
 
+def test_a_pooled_array_kept_through_a_reset_stays_readable_and_is_not_cached_again(run_python):
+    """A get() result from the pinned pool kept through a device reset: its
+    memory is still the program's (ordinary memory once the reset drops
+    the registration), and when it dies the pool frees it rather than
+    cache it, so that no later transfer meets memory it takes for
+    page-locked.  (On the host backend under PYGPU_HOST_RESET_RULE=gpu.)"""
+    proc = run_python("""
+        import time, numpy as np, pygpu
+        pygpu.transfer_config(min_bytes=0)
+        expect = np.arange(1 << 18, dtype=np.float32)
+        g = pygpu.to_gpu(expect)
+        g.get()                                   # none cached: the warmer makes one
+        end = time.monotonic() + 30
+        while pygpu.pinned_pool_stats()["cached"] < expect.nbytes and time.monotonic() < end:
+            time.sleep(0.002)
+        h = g.get()
+        assert isinstance(h.base, pygpu.HostAllocation)
+        del g
+        print(pygpu.cudaDeviceReset())
+        assert (h == expect).all()
+        h[:] = 3                                   # still the program's memory
+        assert pygpu.pinned_pool_stats()["cached"] == 0
+        del h
+        st = pygpu.pinned_pool_stats()
+        print(st["in_use"], st["cached"])
+        g = pygpu.to_gpu(expect)                   # the device and the pool work again
+        assert (g.get() == expect).all()
+        print("ok")
+        """, env={"PYGPU_BACKEND": pygpu.backend, "PYGPU_HOST_RESET_RULE": "gpu"})
+    assert proc.stdout.split() == ["<cudaError:", "code=0>", "0", "0", "ok"], proc.stdout + proc.stderr
+
+
+def test_a_forked_child_reads_the_parents_page_locked_arrays(run_python):
+    """A pagelocked_empty array and a get() result from the pinned pool,
+    written by the parent, read by a child after os.fork(), as any NumPy
+    array: the pool's blocks are shared pages, not ones a fork leaves out
+    (a child reading those segfaults)."""
+    proc = run_python("""
+        import os, time, warnings, numpy as np, pygpu
+        warnings.simplefilter("ignore", DeprecationWarning)      # (fork() of a threaded process)
+        pygpu.transfer_config(min_bytes=0)
+        h = pygpu.pagelocked_empty(1 << 20, np.uint8)
+        h[:] = 7
+        g = pygpu.to_gpu(np.full(4 << 20, 5, np.uint8))
+        g.get()                                   # none cached: the warmer makes one
+        end = time.monotonic() + 30
+        while pygpu.pinned_pool_stats()["cached"] < (4 << 20) and time.monotonic() < end:
+            time.sleep(0.002)
+        r = g.get()
+        assert isinstance(r.base, pygpu.HostAllocation)
+        for a, want in ((h, 7), (r, 5)):
+            pid = os.fork()
+            if pid == 0:
+                os._exit(0 if int(a[0]) == want and int(a[-1]) == want else 3)
+            print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+        """, env={"PYGPU_BACKEND": pygpu.backend})
+    assert proc.stdout.split() == ["0", "0"], proc.stdout + proc.stderr
+
+
 def test_no_device_never_raises(run_python):
     """On a GPU backend that finds no device, every call returns its error."""
     names = [b for b in ("cuda", "hip") if b in pygpu.backends()]

@@ -120,7 +120,7 @@ int pygpu_bg_task_threads(const task *t)
 }
 
 /* A block of t->warm bytes page-locked into the pool; t is over.  (The
- * warmer's work on a task of warm_pool's.  Not the mover's: page-locking
+ * warmer's work on a task of pygpu_bg_warm's.  Not the mover's: page-locking
  * and the pool's evictions (cudaFreeHost) are runtime calls that may wait
  * for the device, whose streams may hold gated uploads queued behind the
  * task in the mover's order, waiting for the mover's copies; the mover
@@ -241,9 +241,9 @@ void pygpu_bg_queued(void)
 }
 
 /* No cached block of `bytes`: the warmer page-locks one for the pool (the
- * milliseconds that takes are not the caller's), so that the next upload
- * of this size goes in the background. */
-static void warm_pool(size_t bytes)
+ * milliseconds that takes are not the caller's), so that the next
+ * transfer of this size (an upload in the background, a get()) finds it. */
+void pygpu_bg_warm(size_t bytes)
 {
     task *w = calloc(1, sizeof *w);
     if (!w)
@@ -445,7 +445,7 @@ task *pygpu_bg_task_new(int upload, char *host, const ptrdiff_t *strides, int nd
     size_t bytes = (size_t)((t->ring ? t->ring * (t->start[1] - t->start[0]) : n) * itemsize);
     if (!(t->block = pygpu_pinned_take_cached(bytes))) {
         pygpu_bg_task_free(t);
-        warm_pool(bytes);
+        pygpu_bg_warm(bytes);
         return NULL;
     }
     return t;

@@ -123,5 +123,9 @@ void pygpu_bg_forget_counters(void);
 int pygpu_bg_pending(void);
 /* Registers the fork handler and the wait at exit. */
 void pygpu_bg_init(void);
+/* The warmer asked to page-lock a block of `bytes` for the pool, which had
+ * none cached (not again while a block of that size is in the making).
+ * Without the GIL or with it. */
+void pygpu_bg_warm(size_t bytes);
 
 #endif /* PYGPU_TRANSFER_BACKGROUND_H */
