@@ -30,7 +30,8 @@
 #                                      device memory between two processes (IPC pools against legacy handles),
 #                                      pinned-query: the runtime calls around a small copy; capture-unsafe: the
 #                                      calls a capture in global mode refuses; mailbox-floor:
-#                                      pygpu.mpi's exchange as C between two processes, its floor;
+#                                      pygpu.mpi's exchange as C between two processes, its floor; lock-ways:
+#                                      cudaHostAlloc against faulting in and registering, and what each holds;
 #                                      docs/performance.md), compiled and run
 #   bash tools/gpu-check.sh stress     build + tests/test_stress.py for GPU_CHECK_STRESS_S seconds a case (default 90:
 #                                      threads moving data at random, every result checked) + the fuzz tests
@@ -58,7 +59,7 @@ python3 -c "import sys, numpy; print('python', sys.version.split()[0], 'numpy', 
 
 if [ "$what" = probes ]; then
     cuda=${CUDA_HOME:-/usr/local/cuda}
-    for name in fresh-fill register-fresh wc-probe down-slots batch-copy ipc-probe pinned-query capture-unsafe mailbox-floor; do   # (built once each)
+    for name in fresh-fill register-fresh wc-probe down-slots batch-copy ipc-probe pinned-query capture-unsafe mailbox-floor lock-ways; do   # (built once each)
         gcc -O2 -msse4.1 -pthread -I"$cuda/include" "tools/research/$name.c" -L"$cuda/lib64" -lcudart -lcuda \
             -o "/tmp/$name" || rm -f "/tmp/$name"
     done
@@ -77,6 +78,7 @@ if [ "$what" = probes ]; then
     probe pinned-query
     probe capture-unsafe
     probe mailbox-floor 20
+    probe lock-ways 3
     exit 0
 fi
 

@@ -1,11 +1,12 @@
-"""Did the mover's page-locking for the pool (a warm task: cudaFreeHost of
-an evicted block, then cudaHostAlloc) wait for a stream that holds a gated
+"""Did the mover's page-locking for the pool (a warm task: freeing an
+evicted block, then page-locking one) wait for a stream that holds a gated
 upload queued behind it?  Those gates wait for the mover's copies: if the
 runtime's free or allocation waits for the device, the two wait for each
 other, and the process hangs.  Since 2026-11-29 a thread of its own (the
-warmer) makes those blocks, and this build should never hang; against a
-build before it (43940e9, say, unpacked with `git archive` into .ab-base
-and built there) it tells whether the old order could:
+warmer) makes those blocks; against a build before it (43940e9, say,
+unpacked with `git archive` into .ab-base and built there) it tells
+whether the old order could (on an H200 it never hung: docs/performance.md,
+"The warmer"):
 
     timeout 60 python tools/research/warm-beside-gates.py [ROUNDS]   (a hang: exit 124)
     PYTHONPATH=.ab-base timeout 60 python tools/research/warm-beside-gates.py
@@ -15,7 +16,9 @@ Blocks of 64 MiB (a ring), 24 MiB and 16 MiB cached; a pool limit that a
 upload on a stream of its own (a ring: the mover busy for milliseconds),
 then a 32 MiB one (no block: staged, and a warm task queued behind the
 ring), then a 16 MiB one (its block cached: gated on the stream, queued
-behind the warm task), and the stream waited for."""
+behind the warm task), each call timed, and the stream waited for.  Then
+what an eviction costs the caller (the device idle, then busy), and the
+first upload of a size (a miss) against the next."""
 import sys, time
 import numpy as np
 import pygpu
@@ -43,16 +46,54 @@ for r in range(int(sys.argv[1]) if len(sys.argv) > 1 else 6):
             settle()
     st = pygpu.pinned_pool_stats()
     pygpu.set_pinned_pool_limit(st["in_use"] + st["cached"] - C + B)
-    t = time.perf_counter()
+    t = [time.perf_counter()]
     g0 = pygpu.to_gpu_async(hr, stream=s0)
+    t.append(time.perf_counter())
     gb = pygpu.to_gpu_async(hb, stream=s)
+    t.append(time.perf_counter())
     ga = pygpu.to_gpu_async(ha, stream=s)
-    queued = time.perf_counter() - t
+    t.append(time.perf_counter())
     s.synchronize()
-    waited = time.perf_counter() - t
+    t.append(time.perf_counter())
     settle()
     ok = bool((ga.get() == 1).all() and (gb.get() == 2).all() and (g0.get() == 4).all())
-    print(f"round {r}: queued in {1e3 * queued:.1f} ms, stream done after {1e3 * waited:.1f} ms, data "
-          f"{'right' if ok else 'WRONG'}; cached at the start {st['cached'] >> 20} MiB, now "
-          f"{pygpu.pinned_pool_stats()['cached'] >> 20} MiB", flush=True)
+    ms = [f"{1e3 * (b - a):.1f}" for a, b in zip(t, t[1:])]
+    print(f"round {r}: calls (ring, miss, gated) {ms[0]}, {ms[1]}, {ms[2]} ms, the stream done "
+          f"{ms[3]} ms after; data {'right' if ok else 'WRONG'}; cached at the start "
+          f"{st['cached'] >> 20} MiB, now {pygpu.pinned_pool_stats()['cached'] >> 20} MiB", flush=True)
+
+# Does freeing a cached block (an eviction's cudaFreeHost, here on this
+# thread) wait for the device?  Timed with the device idle, and with a 256
+# MiB upload just queued on a stream of its own.
+for r in range(3):
+    for busy in (0, 1):
+        pygpu.set_pinned_pool_limit(1 << 34)
+        pygpu.to_gpu_async(hc, stream=s)
+        settle()
+        cached = pygpu.pinned_pool_stats()["cached"]
+        if busy:
+            g0 = pygpu.to_gpu_async(hr, stream=s0)
+        t = time.perf_counter()
+        pygpu.set_pinned_pool_limit(max(0, cached - C))
+        freed = time.perf_counter() - t
+        settle()
+        print(f"evicting {C >> 20} MiB with the device {'busy' if busy else 'idle'}: {1e3 * freed:.2f} ms",
+              flush=True)
+
+# A first upload of a size (a miss: staged on this thread while a block is
+# page-locked for the next, no eviction), then the next upload of that size.
+pygpu.set_pinned_pool_limit(1 << 34)
+for r in range(3):
+    for n in (12 * MiB, 40 * MiB):
+        h = np.full(n + r * 3 * MiB, 5, np.uint8)
+        t = time.perf_counter()
+        g = pygpu.to_gpu_async(h, stream=s)
+        miss = time.perf_counter() - t
+        settle()
+        t = time.perf_counter()
+        g = pygpu.to_gpu_async(h, stream=s)
+        hit = time.perf_counter() - t
+        settle()
+        print(f"first upload of {h.nbytes >> 20} MiB (a miss) {1e3 * miss:.2f} ms, the next {1e3 * hit:.2f} ms; "
+              f"data {'right' if (g.get() == 5).all() else 'WRONG'}", flush=True)
 print("done")
