@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #ifndef MADV_POPULATE_WRITE
 #  define MADV_POPULATE_WRITE 23    /* (Linux 5.14; older headers lack it, and older kernels refuse it) */
@@ -375,8 +376,11 @@ static size_t pin_bytes(size_t n) { return (n + PIN_PAGE - 1) / PIN_PAGE * PIN_P
 pygpu_status pygpu_rt_host_pin(void **p, size_t n)
 {
     size_t len = pin_bytes(n ? n : 1), slack = len >= PIN_HUGE ? PIN_HUGE : 0;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     *p = NULL;
-    if (len < n)
+    /* (More than the machine has is refused at once, as the runtime refuses
+     * it, rather than faulted in until the kernel runs out.) */
+    if (len < n || len > SIZE_MAX - PIN_HUGE || (pages > 0 && page > 0 && len / (size_t)page > (size_t)pages))
         return RT(ErrorMemoryAllocation);
     /* Shared, as the runtime's own blocks are in effect: a fork's child
      * reads the same pages (tools/research/fork-reads-pinned.py), and no
