@@ -121,7 +121,7 @@ int pygpu_bg_task_threads(const task *t)
 
 /* A block of t->warm bytes page-locked into the pool; t is over.  (The
  * warmer's work on a task of pygpu_bg_warm's.  Not the mover's: page-locking
- * and the pool's evictions (cudaFreeHost) are runtime calls that may wait
+ * and the pool's evictions (unregistering) are runtime calls that may wait
  * for the device, whose streams may hold gated uploads queued behind the
  * task in the mover's order, waiting for the mover's copies; the mover
  * makes no runtime call, so that nothing it does waits for a stream.) */
