@@ -9,7 +9,10 @@ transfers at work per device (src/transfer/lanes.c), and the uploads that
 complete in the background, from twelve threads (src/transfer/background*.c;
 these three also under ThreadSanitizer), and the host backend's rule for
 the legacy stream while a blocking stream is captured
-(src/backend/rt_host.c, captured_host.c).
+(src/backend/rt_host.c, captured_host.c); and, where a CUDA toolkit is
+installed, the page-locked blocks as the GPU backends make them
+(src/backend/rt_gpu.c: refused, or made, read by a forked child, and
+unpinned, with no mapping left behind).
 
 Each is built with the system's C compiler (-Wall -Wextra -Werror) and run
 three ways: plainly, under valgrind memcheck (--error-exitcode=1
@@ -24,6 +27,8 @@ import subprocess
 import sysconfig
 
 import pytest
+
+import pygpu
 
 HERE = os.path.dirname(os.path.realpath(__file__))   # (the repository, also from a linked build folder)
 ROOT = os.path.dirname(HERE)
@@ -126,3 +131,36 @@ def test_threaded_units_under_thread_sanitizer(tmp_path, unit):
     env["TSAN_OPTIONS"] = "halt_on_error=1"
     proc = run([exe], env=env)
     assert "WARNING: ThreadSanitizer" not in proc.stderr, proc.stderr
+
+
+def cuda_toolkit():
+    """(include dir, static runtime) of an installed CUDA toolkit, or None."""
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if not root or not os.path.exists(os.path.join(root, "include", "cuda_runtime_api.h")):
+            continue
+        for lib in ("lib64", "lib", os.path.join("targets", "x86_64-linux", "lib")):
+            static = os.path.join(root, lib, "libcudart_static.a")
+            if os.path.exists(static):
+                return os.path.join(root, "include"), static
+    return None
+
+
+def test_page_locked_blocks_on_the_cuda_runtime(tmp_path):
+    """pygpu_rt_host_pin and unpin (rt_gpu.c) built against the CUDA
+    runtime: on a GPU every block is made, aligned, read by a forked child
+    and unpinned; without one every registration is refused; sizes past the
+    machine's memory are refused at once; no mapping is left behind."""
+    found = cuda_toolkit()
+    if not CC or not found or not sysconfig.get_platform().startswith("linux"):
+        pytest.skip("no C compiler, or no CUDA toolkit (headers and libcudart_static.a) installed")
+    include, static = found
+    exe = tmp_path / "test_pin_gpu"
+    cmd = [CC, "-std=c11", "-g", "-O1", "-Wall", "-Wextra", "-Werror", "-DPYGPU_BACKEND_CUDA", "-I" + SRC,
+           "-I" + os.path.join(SRC, "backend"), "-I" + os.path.join(ROOT, "include"), "-I" + include,
+           os.path.join(HERE, "c", "test_pin_gpu.c"), os.path.join(SRC, "backend", "rt_gpu.c"), static,
+           "-ldl", "-lrt", "-lm", "-pthread", "-o", str(exe)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    out = run([str(exe)]).stdout
+    if pygpu.backend == "cuda":
+        assert "refused (no GPU): 0" in out, out
