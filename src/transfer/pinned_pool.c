@@ -195,6 +195,16 @@ static void pool_ready(void)
     }
 }
 
+/* A block of the pool freed (not in a broken child, which leaves the
+ * parent's memory alone: there its blocks are only forgotten). */
+static void unpin(void *p, size_t size)
+{
+    if (pygpu_fork_broken())
+        return;
+    pygpu_rt_host_unpin(p, size);
+    (void)pygpu_rt_get_last_error();
+}
+
 /* Blocks unlinked from the pool, to be freed after: a list ended by a NULL
  * pointer. */
 typedef struct {
@@ -223,8 +233,7 @@ static int listed(unlinked **list, size_t *n, size_t *cap, int i)
  * a list for release() to free once pool_mu is let go: freeing page-locked
  * memory may wait for the device, and takes of cached blocks (a background
  * upload's, on the caller's thread) must not wait for it meanwhile.
- * (Where the list cannot be had, a block is freed at once.  A broken child
- * leaves the parent's memory alone: its blocks are only forgotten.) */
+ * (Where the list cannot be had, a block is freed at once.) */
 static unlinked *evict(size_t need)
 {
     unlinked *list = NULL;
@@ -237,10 +246,8 @@ static unlinked *evict(size_t need)
             int i = cached_head[k];
             list_remove(i);
             where_remove(blocks[i].ptr);
-            if (!pygpu_fork_broken() && !listed(&list, &n, &cap, i)) {
-                pygpu_rt_host_unpin(blocks[i].ptr, blocks[i].size);
-                (void)pygpu_rt_get_last_error();
-            }
+            if (!listed(&list, &n, &cap, i))
+                unpin(blocks[i].ptr, blocks[i].size);
             stats.cached -= blocks[i].size;
             slot_free(i);
         }
@@ -251,10 +258,8 @@ static unlinked *evict(size_t need)
 /* Free evict()'s blocks (pool_mu not held), and its list. */
 static void release(unlinked *list)
 {
-    for (size_t i = 0; list && list[i].ptr; i++) {
-        pygpu_rt_host_unpin(list[i].ptr, list[i].size);
-        (void)pygpu_rt_get_last_error();
-    }
+    for (size_t i = 0; list && list[i].ptr; i++)
+        unpin(list[i].ptr, list[i].size);
     free(list);
 }
 
@@ -326,7 +331,7 @@ void *pygpu_pinned_take(size_t n)
         if (s != 0)
             (void)pygpu_rt_get_last_error();
         else
-            pygpu_rt_host_unpin(p, want);
+            unpin(p, want);
         stats.in_use -= want;
         p = NULL;
         goto done;
@@ -359,10 +364,8 @@ void pygpu_pinned_give(void *p)
     unlinked *evicted = stats.in_use + stats.cached > stats.limit ? evict(0) : NULL;
     pthread_mutex_unlock(&pool_mu);
     release(evicted);
-    if (stale.ptr && !pygpu_fork_broken()) {
-        pygpu_rt_host_unpin(stale.ptr, stale.size);
-        (void)pygpu_rt_get_last_error();
-    }
+    if (stale.ptr)
+        unpin(stale.ptr, stale.size);
 }
 
 static void pool_fork(enum pygpu_fork_phase phase)
