@@ -6,12 +6,14 @@
  * errors.c), so the check costs nothing in a process that never forks.
  * The handlers registered here keep the locks of the pinned pool and of the
  * transfer machinery consistent over the fork, so that a child of the host
- * backend (which survives fork) finds them usable.
+ * backend (which survives fork) finds them usable; the leaf locks below
+ * them (forklock.h) are held over it after these.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "fork.h"
 #include "backend/rt.h"
 #include "env.h"
+#include "forklock.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -22,7 +24,7 @@ static atomic_int broken;           /* forked after the parent used a runtime th
 static int survives_fork;           /* the backend works in a forked child */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-#define MAX_HANDLERS 8
+#define MAX_HANDLERS 16
 static pygpu_fork_fn handlers[MAX_HANDLERS];
 static int nhandlers;
 
@@ -33,6 +35,14 @@ void pygpu_fork_register(pygpu_fork_fn fn)
             return;
     if (nhandlers < MAX_HANDLERS)
         handlers[nhandlers++] = fn;
+}
+
+void pygpu_fork_hold(enum pygpu_fork_phase phase, pthread_mutex_t *mu)
+{
+    if (phase == PYGPU_FORK_PREPARE)
+        pthread_mutex_lock(mu);
+    else
+        pthread_mutex_unlock(mu);
 }
 
 static void prepare(void)
@@ -58,6 +68,7 @@ static void child(void)
 static void install(void)
 {
     survives_fork = !strcmp(pygpu_rt_vendor(), "host") && !pygpu_env_get()->host_fork_rule_gpu;
+    pygpu_forklock_install();       /* (first: its locks are taken after the handlers', made new before) */
     pthread_atfork(prepare, parent, child);
 }
 

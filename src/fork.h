@@ -11,6 +11,8 @@
 #ifndef PYGPU_FORK_H
 #define PYGPU_FORK_H
 
+#include <pthread.h>
+
 /* Install the fork handlers, once per process (module init calls it). */
 void pygpu_fork_init(void);
 /* Note that this process has used the device runtime. */
@@ -28,8 +30,12 @@ int pygpu_fork_broken(void);
  * fork, in the reverse order after it (as pthread_atfork's do). */
 enum pygpu_fork_phase { PYGPU_FORK_PREPARE, PYGPU_FORK_PARENT, PYGPU_FORK_CHILD };
 typedef void (*pygpu_fork_fn)(enum pygpu_fork_phase phase);
-/* Register `fn` (once; at most 8 in all; module init registers them). */
+/* Register `fn` (once; at most 16 in all; module init registers them). */
 void pygpu_fork_register(pygpu_fork_fn fn);
+/* A handler's part for a lock held over the fork: taken before it, let go
+ * after it in both processes (in the child by its one thread, the one that
+ * took it). */
+void pygpu_fork_hold(enum pygpu_fork_phase phase, pthread_mutex_t *mu);
 
 /* A device reset (cudaDeviceReset) destroys what was made on the device
  * before it: memory, streams, events.  Resets are counted per device where

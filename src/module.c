@@ -21,6 +21,7 @@
 #include "ipc.h"
 #include "memory.h"
 #include "names.h"
+#include "peer.h"
 #include "pinned.h"
 #include "state.h"
 #include "stream.h"
@@ -92,6 +93,7 @@ static int module_exec(PyObject *m)
     pygpu_state *st = pygpu_module_state(m);
     pygpu_fork_init();
     pygpu_transfer_init();
+    pygpu_peer_init();
     st->use_pool = 1;
     st->use_cache = !pygpu_rt_alloc_is_cheap();
     if (pygpu_env_get()->block_cache >= 0)                  /* 0/1: override, for tests */

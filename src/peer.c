@@ -16,6 +16,7 @@
  * disable_peer_access (device.c) turn it on and off.
  */
 #include "peer.h"
+#include "fork.h"
 #include "transfer/settings.h"
 
 #include <pthread.h>
@@ -219,6 +220,12 @@ int pygpu_peer_route(int dst, int src, const char **why)
     pthread_mutex_unlock(&peer_mu);
     return usable;
 }
+
+/* Held over a fork, so that the child of a host-backend process finds the
+ * table whole and the lock free. */
+static void peer_fork(enum pygpu_fork_phase phase) { pygpu_fork_hold(phase, &peer_mu); }
+
+void pygpu_peer_init(void) { pygpu_fork_register(peer_fork); }
 
 int pygpu_peer_usable(int dst, int src)
 {

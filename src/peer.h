@@ -8,6 +8,10 @@
 
 #include "backend/rt.h"
 
+/* Register the fork handler of peer.c's lock (module init, after the
+ * transfer machinery's: the runtime is called under it, theirs are not
+ * taken). */
+void pygpu_peer_init(void);
 /* 1 if copies from device `src` to `dst` go peer to peer: the setting
  * allows it, so does the hardware both ways, peer access and the pools'
  * grants are on (enabled here the first time), and a small copy between

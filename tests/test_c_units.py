@@ -9,7 +9,9 @@ transfers at work per device (src/transfer/lanes.c), and the uploads that
 complete in the background, from twelve threads (src/transfer/background*.c;
 these three also under ThreadSanitizer), and the host backend's rule for
 the legacy stream while a blocking stream is captured
-(src/backend/rt_host.c, captured_host.c); and, where a CUDA toolkit is
+(src/backend/rt_host.c, captured_host.c), and the leaf locks that a forked
+child finds free (src/forklock.c, with captured_host.c's table forked
+beside two threads that use it); and, where a CUDA toolkit is
 installed, the page-locked blocks as the GPU backends make them
 (src/backend/rt_gpu.c: refused, or made, read by a forked child, and
 unpinned, with no mapping left behind).
@@ -38,14 +40,15 @@ UNITS = {
     "test_dlpack_check": ["src/dlpack_check.c", "src/shape.c"],
     "test_devcopy": ["src/copy/devcopy.c", "src/backend/kernels_host.c", "src/shape.c", "src/env.c"],
     "test_workers": ["src/transfer/workers.c"],
-    "test_capture_host": ["src/backend/rt_host.c", "src/backend/locked_host.c", "src/backend/captured_host.c", "src/backend/events_host.c",
+    "test_forklock": ["src/forklock.c", "src/backend/captured_host.c"],
+    "test_capture_host": ["src/backend/rt_host.c", "src/backend/locked_host.c", "src/backend/captured_host.c", "src/forklock.c", "src/backend/events_host.c",
                           "src/env.c"],
-    "test_pinned_pool": ["src/transfer/pinned_pool.c", "src/backend/rt_host.c", "src/backend/locked_host.c", "src/backend/captured_host.c", "src/backend/events_host.c", "src/transfer/settings.c", "src/env.c"],
-    "test_lanes": ["src/transfer/lanes.c", "src/transfer/pinned_pool.c", "src/backend/rt_host.c", "src/backend/locked_host.c", "src/backend/captured_host.c", "src/backend/events_host.c",
+    "test_pinned_pool": ["src/transfer/pinned_pool.c", "src/backend/rt_host.c", "src/backend/locked_host.c", "src/backend/captured_host.c", "src/forklock.c", "src/backend/events_host.c", "src/transfer/settings.c", "src/env.c"],
+    "test_lanes": ["src/transfer/lanes.c", "src/transfer/pinned_pool.c", "src/backend/rt_host.c", "src/backend/locked_host.c", "src/backend/captured_host.c", "src/forklock.c", "src/backend/events_host.c",
                    "src/transfer/settings.c", "src/env.c"],
     "test_background": ["src/transfer/background.c", "src/transfer/background_up.c", "src/transfer/background_down.c",
                         "src/transfer/hostcopy.c", "src/transfer/events.c",
-                        "src/transfer/workers.c", "src/transfer/lanes.c", "src/transfer/pinned_pool.c", "src/backend/rt_host.c", "src/backend/locked_host.c", "src/backend/captured_host.c", "src/backend/events_host.c",
+                        "src/transfer/workers.c", "src/transfer/lanes.c", "src/transfer/pinned_pool.c", "src/backend/rt_host.c", "src/backend/locked_host.c", "src/backend/captured_host.c", "src/forklock.c", "src/backend/events_host.c",
                         "src/transfer/settings.c", "src/transfer/trace.c", "src/shape.c", "src/env.c"],
 }
 CC = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")

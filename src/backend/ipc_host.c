@@ -6,6 +6,7 @@
 #define _GNU_SOURCE             /* memfd_create */
 #include "rt.h"
 #include "host_shared.h"
+#include "forklock.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -34,28 +35,28 @@ _Static_assert(sizeof(host_ipc_handle) == PYGPU_IPC_HANDLE_BYTES, "a handle is 6
 #define MAPPED(n) ((n) ? (n) : 1)     /* bytes mapped for n (a mapping has at least one) */
 
 typedef struct ipc_map { void *p; size_t n; int fd; struct ipc_map *next; } ipc_map;
-static pthread_mutex_t ipc_lock = PTHREAD_MUTEX_INITIALIZER;
+static pygpu_forklock ipc_lock = PYGPU_FORKLOCK_INIT;
 static ipc_map *ipc_exported, *ipc_opened;
 
 static void ipc_add(ipc_map **list, ipc_map *m)
 {
-    pthread_mutex_lock(&ipc_lock);
+    pygpu_forklock_lock(&ipc_lock);
     m->next = *list;
     *list = m;
-    pthread_mutex_unlock(&ipc_lock);
+    pygpu_forklock_unlock(&ipc_lock);
 }
 
 /* The mapping at `p` taken off `list` (take = 1) or only found; NULL if none. */
 static ipc_map *ipc_find(ipc_map **list, const void *p, int take)
 {
-    pthread_mutex_lock(&ipc_lock);
+    pygpu_forklock_lock(&ipc_lock);
     ipc_map **at = list;
     while (*at && (*at)->p != p)
         at = &(*at)->next;
     ipc_map *m = *at;
     if (m && take)
         *at = m->next;
-    pthread_mutex_unlock(&ipc_lock);
+    pygpu_forklock_unlock(&ipc_lock);
     return m;
 }
 

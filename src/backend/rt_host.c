@@ -25,6 +25,7 @@
 #include "captured_host.h"
 #include "locked_host.h"
 #include "env.h"
+#include "forklock.h"
 #include "tuning.h"
 
 #include <pthread.h>
@@ -243,14 +244,10 @@ pygpu_status pygpu_rt_mem_get_info(size_t *free_bytes, size_t *total_bytes)
  * free in mem_get_info(), since the next allocation takes them;
  * trim_memory_pool() frees them. */
 
-static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static pygpu_forklock pool_lock = PYGPU_FORKLOCK_INIT;
 static struct { void *base; size_t cap; } pool[PYGPU_HOST_POOL_SLOTS];    /* oldest first */
 static int pool_n;
 static size_t pool_bytes;
-
-static void pool_fork_prepare(void) { pthread_mutex_lock(&pool_lock); }
-static void pool_fork_parent(void) { pthread_mutex_unlock(&pool_lock); }
-static void pool_fork_child(void) { pthread_mutex_init(&pool_lock, NULL); }
 
 /* Configured once: the pool's byte bound. */
 static void read_pool_config(void)
@@ -259,7 +256,6 @@ static void read_pool_config(void)
     pool_limit = pygpu_env_get()->host_pool;
     if (pool_limit > quarter)
         pool_limit = quarter;
-    pthread_atfork(pool_fork_prepare, pool_fork_parent, pool_fork_child);
 }
 
 /* The pooled block that best fits n bytes (at most n/PYGPU_HOST_POOL_FIT
@@ -268,7 +264,7 @@ static void *pool_take(size_t n, size_t *cap)
 {
     void *base = NULL;
     int best = -1;
-    pthread_mutex_lock(&pool_lock);
+    pygpu_forklock_lock(&pool_lock);
     for (int i = 0; i < pool_n; i++)
         if (pool[i].cap >= n && pool[i].cap - n <= n / PYGPU_HOST_POOL_FIT &&
             (best < 0 || pool[i].cap < pool[best].cap))
@@ -280,7 +276,7 @@ static void *pool_take(size_t n, size_t *cap)
         memmove(&pool[best], &pool[best + 1], (size_t)(pool_n - best - 1) * sizeof pool[0]);
         pool_n--;
     }
-    pthread_mutex_unlock(&pool_lock);
+    pygpu_forklock_unlock(&pool_lock);
     return base;
 }
 
@@ -309,9 +305,9 @@ static void free_all(void **bases, int k)
 static void pool_trim(size_t keep_bytes)
 {
     void *out[PYGPU_HOST_POOL_SLOTS];
-    pthread_mutex_lock(&pool_lock);
+    pygpu_forklock_lock(&pool_lock);
     int k = pool_evict_locked(keep_bytes, 0, out);
-    pthread_mutex_unlock(&pool_lock);
+    pygpu_forklock_unlock(&pool_lock);
     free_all(out, k);
 }
 
@@ -325,7 +321,7 @@ static int pool_give(void *base, size_t cap)
     size_t room = pool_limit;
     if (total - live < room)        /* live <= total: allocations are checked against it */
         room = total - live;
-    pthread_mutex_lock(&pool_lock);
+    pygpu_forklock_lock(&pool_lock);
     if (cap <= room) {
         k = pool_evict_locked(room - cap, 1, out);
         pool[pool_n].base = base;
@@ -334,7 +330,7 @@ static int pool_give(void *base, size_t cap)
         pool_bytes += cap;
         kept = 1;
     }
-    pthread_mutex_unlock(&pool_lock);
+    pygpu_forklock_unlock(&pool_lock);
     free_all(out, k);
     return kept;
 }

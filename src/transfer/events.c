@@ -62,15 +62,10 @@ void pygpu_events_release(void)
 /* The child of a fork keeps none: the parent's events are not its own. */
 static void events_fork(enum pygpu_fork_phase phase)
 {
-    if (phase == PYGPU_FORK_PREPARE)
-        pthread_mutex_lock(&events_mu);
-    else if (phase == PYGPU_FORK_PARENT)
-        pthread_mutex_unlock(&events_mu);
-    else {
-        pthread_mutex_init(&events_mu, NULL);
+    if (phase == PYGPU_FORK_CHILD)
         for (int d = 0; d < EVENT_DEVICES; d++)
             n_kept[d] = 0;
-    }
+    pygpu_fork_hold(phase, &events_mu);
 }
 
 void pygpu_events_init(void)

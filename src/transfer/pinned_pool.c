@@ -370,10 +370,7 @@ void pygpu_pinned_give(void *p)
 
 static void pool_fork(enum pygpu_fork_phase phase)
 {
-    if (phase == PYGPU_FORK_PREPARE)
-        pthread_mutex_lock(&pool_mu);
-    else
-        pthread_mutex_unlock(&pool_mu);
+    pygpu_fork_hold(phase, &pool_mu);
 }
 
 void pygpu_pinned_stats_get(pygpu_pinned_stats *s)

@@ -133,10 +133,7 @@ void pygpu_transfer_config_set(const pygpu_transfer_config *c)
 
 static void settings_fork(enum pygpu_fork_phase phase)
 {
-    if (phase == PYGPU_FORK_PREPARE)
-        pthread_mutex_lock(&config_mu);
-    else
-        pthread_mutex_unlock(&config_mu);
+    pygpu_fork_hold(phase, &config_mu);
 }
 
 void pygpu_settings_init(void)

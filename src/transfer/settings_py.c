@@ -237,12 +237,13 @@ int pygpu_transfer_functions_init(PyObject *m) { return PyModule_AddFunctions(m,
 
 void pygpu_transfer_init(void)
 {
-    /* (fork handlers: run in this order before a fork, in reverse after) */
-    pygpu_trace_init();
+    /* (fork handlers: run in this order before a fork, in reverse after;
+     * the trace's last: no lock of the others' is taken under its lock) */
     pygpu_settings_init();
     pygpu_workers_init();
     pygpu_pipeline_init();
     pygpu_pinned_pool_init();
     pygpu_registered_init();
     pygpu_events_init();
+    pygpu_trace_init();
 }

@@ -9,6 +9,7 @@
 #include "hostcopy.h"
 #include "settings.h"
 #include "../env.h"
+#include "../fork.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -79,9 +80,22 @@ void pygpu_trace_call(const pygpu_trace_clock *c, const char *const *names, cons
     va_end(ap);
 }
 
+/* The child of a fork traces nothing of the parent's: the thread whose
+ * transfer was traced is not in it. */
+static void trace_fork(enum pygpu_fork_phase phase)
+{
+    if (phase == PYGPU_FORK_CHILD) {
+        owned = 0;
+        name = NULL;
+        dma_n = 0;
+    }
+    pygpu_fork_hold(phase, &trace_mu);
+}
+
 void pygpu_trace_init(void)
 {
     trace_on = pygpu_env_get()->staging_trace;
+    pygpu_fork_register(trace_fork);
 }
 
 void pygpu_trace_part(int k, int n, int end)

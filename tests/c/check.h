@@ -31,7 +31,7 @@ static int check_done(const char *name)
 /* xorshift64*: the same sequence on every machine. */
 static uint64_t rng_state = 0x9E3779B97F4A7C15u;
 
-static uint64_t rng_next(void)
+static inline uint64_t rng_next(void)
 {
     rng_state ^= rng_state >> 12;
     rng_state ^= rng_state << 25;
@@ -40,7 +40,7 @@ static uint64_t rng_next(void)
 }
 
 /* A number in [lo, hi]. */
-static long long rng_range(long long lo, long long hi)
+static inline long long rng_range(long long lo, long long hi)
 {
     return lo + (long long)(rng_next() % (uint64_t)(hi - lo + 1));
 }

@@ -19,6 +19,7 @@
 #include <stdatomic.h>
 
 void pygpu_fork_register(pygpu_fork_fn fn) { (void)fn; }
+void pygpu_fork_hold(enum pygpu_fork_phase phase, pthread_mutex_t *mu) { (void)phase; (void)mu; }
 int pygpu_fork_broken(void) { return 0; }
 unsigned pygpu_reset_total(void) { return 0; }
 
