@@ -68,7 +68,7 @@ static void child(void)
 static void install(void)
 {
     survives_fork = !strcmp(pygpu_rt_vendor(), "host") && !pygpu_env_get()->host_fork_rule_gpu;
-    pygpu_forklock_install();       /* (first: its locks are taken after the handlers', made new before) */
+    pygpu_forklock_install();       /* (first: its locks are taken after the handlers', let go before) */
     pthread_atfork(prepare, parent, child);
 }
 

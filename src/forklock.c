@@ -2,9 +2,9 @@
  * forklock.c -- leaf locks that a forked child finds usable; see
  * forklock.h.
  *
- * The table is fixed: PyGPU has a handful of such locks, each a static of
- * one file.  A lock past the table's end still locks, but is not held over
- * a fork; tests/c/test_forklock.c checks that the table has room.
+ * The table is fixed: PyGPU has a handful of such locks (four, in the host
+ * backend), each a static of one file.  A lock past the table's end still
+ * locks, but is not held over a fork (its `known` is -1).
  */
 #include "forklock.h"
 
