@@ -45,6 +45,14 @@ void pygpu_fork_hold(enum pygpu_fork_phase phase, pthread_mutex_t *mu)
         pthread_mutex_unlock(mu);
 }
 
+void pygpu_fork_hold_calling(enum pygpu_fork_phase phase, pthread_mutex_t *mu)
+{
+    if (survives_fork)
+        pygpu_fork_hold(phase, mu);
+    else if (phase == PYGPU_FORK_CHILD)
+        pthread_mutex_init(mu, NULL);
+}
+
 static void prepare(void)
 {
     for (int i = 0; i < nhandlers; i++)

@@ -36,6 +36,12 @@ void pygpu_fork_register(pygpu_fork_fn fn);
  * after it in both processes (in the child by its one thread, the one that
  * took it). */
 void pygpu_fork_hold(enum pygpu_fork_phase phase, pthread_mutex_t *mu);
+/* The same for a lock under which the device runtime is called (which may
+ * wait for the device, and so for PyGPU's host functions queued on its
+ * streams): held over the fork where the backend survives it, as the host
+ * backend's does; elsewhere made new in the child, which cannot call the
+ * runtime anyway, so that the parent's fork never waits for the device. */
+void pygpu_fork_hold_calling(enum pygpu_fork_phase phase, pthread_mutex_t *mu);
 
 /* A device reset (cudaDeviceReset) destroys what was made on the device
  * before it: memory, streams, events.  Resets are counted per device where

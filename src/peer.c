@@ -222,8 +222,8 @@ int pygpu_peer_route(int dst, int src, const char **why)
 }
 
 /* Held over a fork, so that the child of a host-backend process finds the
- * table whole and the lock free. */
-static void peer_fork(enum pygpu_fork_phase phase) { pygpu_fork_hold(phase, &peer_mu); }
+ * table whole and the lock free (the runtime is called under it). */
+static void peer_fork(enum pygpu_fork_phase phase) { pygpu_fork_hold_calling(phase, &peer_mu); }
 
 void pygpu_peer_init(void) { pygpu_fork_register(peer_fork); }
 

@@ -89,7 +89,7 @@ static void trace_fork(enum pygpu_fork_phase phase)
         name = NULL;
         dma_n = 0;
     }
-    pygpu_fork_hold(phase, &trace_mu);
+    pygpu_fork_hold_calling(phase, &trace_mu);     /* (events are waited for under it) */
 }
 
 void pygpu_trace_init(void)

@@ -27,6 +27,7 @@
 
 void pygpu_fork_register(pygpu_fork_fn fn) { (void)fn; }
 void pygpu_fork_hold(enum pygpu_fork_phase phase, pthread_mutex_t *mu) { (void)phase; (void)mu; }
+void pygpu_fork_hold_calling(enum pygpu_fork_phase phase, pthread_mutex_t *mu) { (void)phase; (void)mu; }
 int pygpu_fork_broken(void) { return 0; }
 unsigned pygpu_reset_total(void) { return 0; }
 
