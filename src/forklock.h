@@ -13,8 +13,9 @@
  * a fork cannot wait in a ring.  They are taken after the handlers that
  * pygpu_fork_register registers have taken theirs (pygpu_fork_init installs
  * this file's handler first, and pthread_atfork runs the first-installed
- * preparation last), and are let go before those handlers run after it.  A lock that calls out while held (into the runtime, say) belongs
- * to a fork.c handler instead.
+ * preparation last), and are let go before those handlers run after it.
+ * A lock that calls out while held (into the runtime, say) belongs to a
+ * fork.c handler instead.
  */
 #ifndef PYGPU_FORKLOCK_H
 #define PYGPU_FORKLOCK_H

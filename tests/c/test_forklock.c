@@ -8,7 +8,7 @@
  * while a plain mutex the same thread holds over the fork stays held in the
  * child (the hang these locks prevent, shown to be what the test sets up).
  * Then forks while two threads ask and change the captured-streams table
- * without pause: every child asks it too and exits.  A child that hangs is
+ * round after round: every child asks it too and exits.  A child that hangs is
  * ended by alarm() and counts as a failure.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -67,7 +67,7 @@ static int child_finds(void)
     if (pthread_mutex_trylock(&plain) != EBUSY)
         r |= 4;
     if (!r) {
-        pygpu_forklock_lock(&leaf);         /* (made new in the child: usable as ever) */
+        pygpu_forklock_lock(&leaf);         /* (let go in the child: usable as ever) */
         pygpu_forklock_unlock(&leaf);
     }
     return r;
