@@ -48,20 +48,30 @@ def test_threads(benchmark, lib, direction, nthreads):
 
 
 @pytest.mark.parametrize("registered", [False, True], ids=["staged", "defaults"])
-@pytest.mark.parametrize("own_streams", [False, True], ids=["default-stream", "own-streams"])
-def test_small_beside_big(benchmark, own_streams, registered):
+@pytest.mark.parametrize("place", bench_scale.BESIDE_PLACES, ids=["default-stream", "default-beside-non-blocking",
+                                                                  "own-streams"])
+def test_small_beside_big(benchmark, place, registered):
     """A 1 MiB to_gpu while another thread uploads 1 GiB at a time, against
-    the same alone (target: at most 2x), on the default stream and with
-    each thread on a non-blocking stream of its own; registration off
-    (every byte staged) and as the defaults have it."""
+    the same alone (target: at most 2x), on the default stream beside a
+    blocking or a non-blocking stream, and with each thread on a
+    non-blocking stream of its own; registration off (every byte staged)
+    and as the defaults have it; the runtime's own copies of page-locked
+    memory in the same places beside (extra_info "raw ...")."""
+    own, nb, _ = place
     seen = []
     with registration(pygpu.transfer_config()["register_limit"] if registered else 0):
-        benchmark.pedantic(lambda: seen.append(bench_scale.latency_beside(budget=0.3, own_streams=own_streams)),
+        benchmark.pedantic(lambda: seen.append(bench_scale.latency_beside(budget=0.3, own_streams=own,
+                                                                          mover_non_blocking=nb)),
                            rounds=1, iterations=1)
     alone, beside = seen[0]
     benchmark.extra_info["alone us"] = round(alone * 1e6, 1)
     benchmark.extra_info["beside us"] = round(beside * 1e6, 1)
     benchmark.extra_info["ratio"] = round(beside / alone, 2)
+    raw = bench_scale.raw_beside(budget=0.3, own_streams=own, mover_non_blocking=nb) if not registered else None
+    if raw:
+        benchmark.extra_info["raw alone us"] = round(raw[0] * 1e6, 1)
+        benchmark.extra_info["raw beside us"] = round(raw[1] * 1e6, 1)
+        benchmark.extra_info["raw ratio"] = round(raw[1] / raw[0], 2)
 
 
 @pytest.mark.parametrize("down", [False, True], ids=["to_gpu_async", "get_async"])

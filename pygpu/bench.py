@@ -102,10 +102,11 @@ class RawCuda:
     H2D, D2H = 1, 2
 
     def __init__(self):
-        self.fn = None
+        self.fn = self.fn_async = None
         try:
             rt = importlib.import_module("cupy.cuda.runtime")
             self.fn = lambda d, s, n, k: rt.memcpy(d, s, n, k)
+            self.fn_async = lambda d, s, n, k, stream: rt.memcpyAsync(d, s, n, k, stream)
         except Exception:  # noqa: BLE001 - CuPy missing or broken: use ctypes
             lib = None
             for name in ("libcudart.so", "libcudart.so.13", "libcudart.so.12",
@@ -118,15 +119,16 @@ class RawCuda:
                 if lib:
                     break
             if lib:
-                f = lib.cudaMemcpy
+                f, fa = lib.cudaMemcpy, lib.cudaMemcpyAsync
                 f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-                f.restype = ctypes.c_int
+                fa.argtypes = f.argtypes + [ctypes.c_void_p]
+                f.restype = fa.restype = ctypes.c_int
 
-                def call(d, s, n, k):
-                    err = f(d, s, n, k)
+                def checked(name, err):
                     if err:
-                        raise RuntimeError(f"cudaMemcpy failed: {err}")
-                self.fn = call
+                        raise RuntimeError(f"{name} failed: {err}")
+                self.fn = lambda d, s, n, k: checked("cudaMemcpy", f(d, s, n, k))
+                self.fn_async = lambda d, s, n, k, stream: checked("cudaMemcpyAsync", fa(d, s, n, k, stream))
 
     def available(self):
         return self.fn is not None and pygpu.backend == "cuda"
@@ -138,6 +140,21 @@ class RawCuda:
         if direction == "H2D":
             return lambda: self.fn(dp, hp, nbytes, self.H2D), (host, dev)
         return lambda: self.fn(hp, dp, nbytes, self.D2H), (host, dev)
+
+    def upload(self, nbytes, stream=None):
+        """(a function that copies `nbytes` of page-locked host memory to
+        the device and waits for it, what it needs kept): cudaMemcpy on
+        the legacy stream, or with a pygpu.Stream cudaMemcpyAsync on it
+        and that stream's synchronize."""
+        if stream is None:
+            return self.case("H2D", nbytes)
+        host, dev = pinned_array(nbytes), pygpu.mem_alloc(nbytes)
+        hp, dp, handle = host.ctypes.data, int(dev), stream.handle
+
+        def run():
+            self.fn_async(dp, hp, nbytes, self.H2D, handle)
+            stream.synchronize()
+        return run, (host, dev)
 
 
 # ---- the cases ----------------------------------------------------------------

@@ -202,22 +202,61 @@ def threads_table(results, ceilings, nbytes, counts=THREADS):
     return "\n".join(lines)
 
 
-def latency_beside(small=1 * MiB, big=1 * GiB, budget=0.5, own_streams=False, small_host=None, big_host=None):
+# Where latency_beside's two threads put their copies: (the small one on a
+# non-blocking stream of its own, the mover's stream non-blocking, words).
+# The legacy stream waits for a blocking stream's queued work, and that
+# stream's next work for it (the CUDA runtime's rule); a non-blocking
+# stream neither waits nor is waited for.
+BESIDE_PLACES = ((False, False, "on the default stream, the mover on a blocking stream"),
+                 (False, True, "on the default stream, the mover on a non-blocking stream"),
+                 (True, True, "each thread on a non-blocking stream of its own"))
+
+
+def latency_beside(small=1 * MiB, big=1 * GiB, budget=0.5, own_streams=False, small_host=None, big_host=None,
+                   mover_non_blocking=None):
     """(median seconds of a `small` to_gpu alone, the same while another
     thread uploads `big` at a time), of touched pageable memory or of the
     host arrays given.  The small one goes on the current stream (the
     legacy default stream, which also waits for the mover's blocking
-    stream), or with own_streams each thread on a non-blocking stream of
-    its own."""
+    stream), or with own_streams on a non-blocking stream of its own; the
+    mover's stream is a non-blocking one where own_streams or
+    mover_non_blocking says so, else a blocking one."""
     host = pageable_array(small) if small_host is None else small_host
+    big_host = pageable_array(big) if big_host is None else big_host
     mine = pygpu.Stream(non_blocking=True) if own_streams else None
-    alone = time_case(lambda: pygpu.to_gpu(host, stream=mine), host.nbytes, budget)
-    big_host, stop = pageable_array(big) if big_host is None else big_host, threading.Event()
+    theirs = pygpu.Stream(non_blocking=own_streams if mover_non_blocking is None else mover_non_blocking)
+    return time_beside(lambda: pygpu.to_gpu(host, stream=mine), lambda: pygpu.to_gpu(big_host, stream=theirs),
+                       host.nbytes, budget)
+
+
+def raw_beside(small=1 * MiB, big=1 * GiB, budget=0.5, own_streams=False, mover_non_blocking=None):
+    """latency_beside made by the runtime alone, for comparison: the same
+    two threads and streams, each copy of page-locked memory one call of
+    the runtime's, as a program without PyGPU would make it (cudaMemcpy on
+    the legacy stream; cudaMemcpyAsync on a stream, then its synchronize).
+    None where the runtime cannot be called (RawCuda)."""
+    raw = RawCuda()
+    if not raw.available():
+        return None
+    mine = pygpu.Stream(non_blocking=True) if own_streams else None
+    small_fn, keep_small = raw.upload(small, mine)
+    theirs = pygpu.Stream(non_blocking=own_streams if mover_non_blocking is None else mover_non_blocking)
+    big_fn, keep_big = raw.upload(big, theirs)
+    try:
+        return time_beside(small_fn, big_fn, small, budget)
+    finally:
+        del keep_small, keep_big
+
+
+def time_beside(small_fn, big_fn, nbytes, budget):
+    """(median seconds of small_fn() alone, the same while another thread
+    calls big_fn() in a loop)."""
+    alone = time_case(small_fn, nbytes, budget)
+    stop = threading.Event()
 
     def mover():
-        s = pygpu.Stream(non_blocking=own_streams)
         while not stop.is_set():
-            pygpu.to_gpu(big_host, stream=s)
+            big_fn()
 
     t = threading.Thread(target=mover, daemon=True)
     t.start()
@@ -226,7 +265,7 @@ def latency_beside(small=1 * MiB, big=1 * GiB, budget=0.5, own_streams=False, sm
     end = time.perf_counter() + max(budget, 1.0)
     while time.perf_counter() < end or len(times) < 5:
         t0 = time.perf_counter()
-        pygpu.to_gpu(host, stream=mine)
+        small_fn()
         times.append(time.perf_counter() - t0)
     stop.set()
     t.join()
@@ -517,12 +556,17 @@ def scale_report(nbytes=64 * MiB, counts=THREADS, peers=("cupy", "torch"), progr
     lines = [threads_table(results, ceilings, nbytes, counts), ""]
     if progress:
         progress("a 1 MiB to_gpu beside a 1 GiB one")
-    for own, where in ((False, "on the default stream"), (True, "each thread on a non-blocking stream of its own")):
+    for own, nb, where in BESIDE_PLACES:
         for limit, how in ((0, "registration off"), (pygpu.transfer_config()["register_limit"], "the defaults")):
             with registration(limit):
-                alone, beside = latency_beside(budget=budget, own_streams=own)
+                alone, beside = latency_beside(budget=budget, own_streams=own, mover_non_blocking=nb)
             lines.append(f"Beside: a 1 MiB to_gpu takes {alone * 1e6:.0f} us alone and {beside * 1e6:.0f} us while "
                          f"another thread moves 1 GiB at a time ({beside / alone:.2f}x), {where}, {how}")
+        raw = raw_beside(budget=budget, own_streams=own, mover_non_blocking=nb)
+        call = "cudaMemcpyAsync" if own else "cudaMemcpy"
+        lines.append(f"  the runtime's own copies there, page-locked, one call each ({call}): " +
+                     (f"{raw[0] * 1e6:.0f} us alone, {raw[1] * 1e6:.0f} us beside ({raw[1] / raw[0]:.2f}x)"
+                      if raw else "not measured (needs the CUDA backend, and CuPy or libcudart)"))
     lines.append("")
     for down, name, blocking_name in ((False, "to_gpu_async(touched pageable, stream)", "to_gpu"),
                                       (True, "get_async(stream, ary=touched pageable)", "get(ary)")):

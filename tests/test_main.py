@@ -201,8 +201,9 @@ def test_scale_report_times_threads_and_beside_with_registration_off(monkeypatch
     pygpu.transfer_config(register_limit=32 << 20)
     try:
         text = bench_scale.scale_report(async_sizes=(1 << 20,))
-        assert seen == {"threads": [0, 32 << 20], "beside": [0, 32 << 20] * 2, "async": 32 << 20}, seen
-        assert limit() == 32 << 20 and "registration off" in text and text.count(", the defaults") == 2
+        assert seen == {"threads": [0, 32 << 20], "beside": [0, 32 << 20] * 3, "async": 32 << 20}, seen
+        assert limit() == 32 << 20 and "registration off" in text and text.count(", the defaults") == 3
+        assert text.count("the runtime's own copies there") == 3, text
         assert "Fresh destinations" in text and "    1 MiB      2.0      4.0        -      0.50" in text, text
         assert "Mid-size" in text and "set           1 MiB      3.0      4.0      6.0      0.75     0.50" in text, text
     finally:
