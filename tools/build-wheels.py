@@ -27,7 +27,8 @@ under pyenv's versions, in /usr/bin and /usr/local/bin, the newest patch
 release of each minor.  Each is built in a virtual environment of its own
 by its own pip (pip wheel, whose isolated build fetches setuptools, NumPy
 and NVIDIA's runtime wheels for it), from a copy of the tree's files (those
-git tracks and the untracked ones it does not ignore).  Wheels for Pythons
+git tracks and the untracked ones it does not ignore, copied once at the
+start: the tree may change while the wheels build).  Wheels for Pythons
 that are not here are not made: pip's build needs the interpreter, and
 nothing here could test them.
 
@@ -231,14 +232,14 @@ def copy_tree(dest):
             shutil.copy2(src, os.path.join(dest, rel))
 
 
-def build(py, tag, work, env):
-    """Build the plain wheel for the interpreter `py`; its path, or raise
-    RuntimeError saying why not."""
+def build(py, tag, work, env, source):
+    """Build the plain wheel for the interpreter `py` from a copy of the
+    tree `source`; its path, or raise RuntimeError saying why not."""
     venv, tree, dist = (os.path.join(work, f"{tag}-{d}") for d in ("venv", "tree", "dist"))
     log = os.path.join(work, f"{tag}-build.log")
     if run([py, "-m", "venv", venv]).returncode != 0:
         raise RuntimeError(f"{py} -m venv failed (no venv or ensurepip)")
-    copy_tree(tree)
+    shutil.copytree(source, tree, symlinks=True)
     cmd = [os.path.join(venv, "bin", "python"), "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check",
            "-v", "--wheel-dir", dist, tree]
     if run(cmd, log=log, env=env).returncode != 0:
@@ -341,6 +342,8 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     made, failed = [], []
     try:
+        source = os.path.join(work, "source")     # (the tree as it is now: every wheel is built from the same files)
+        copy_tree(source)
         tools_bin, zig = make_tools(work) if chosen else (None, None)
         env = build_env(zig, system_hip(work))
         for minor, (py, info) in sorted(chosen.items()):
@@ -348,7 +351,7 @@ def main():
             start = time.monotonic()
             say(f"building for {tag} with {py}, zig cc -target {TARGET}")
             try:
-                wheel = repair(build(py, tag, work, env), tools_bin, args.out)
+                wheel = repair(build(py, tag, work, env, source), tools_bin, args.out)
                 verdict = audit(wheel, tools_bin, work)
                 files = unpack(wheel, work)
                 unversioned(files, tools_bin)
