@@ -544,6 +544,53 @@ def test_asynchronous_copies_of_a_registered_buffer_stay_asynchronous(run_python
     assert [line for line in routes if " down " in line and "in the background" in line], routes
 
 
+@pytest.mark.gpu_only
+@pytest.mark.timing
+def test_a_big_registered_copy_leaves_its_stream_free_while_it_runs():
+    """The pieces of a waited-for copy of page-locked pages go on a stream
+    of their own, after what the caller's stream holds: while another
+    thread's 256 MiB uploads run through registered memory on a blocking
+    stream, that stream has nothing queued (its query says idle), so the
+    legacy stream, which waits for a blocking stream's queued work, does not
+    wait for the pieces; every byte arrives.  (With the pieces on the
+    caller's stream, two were queued there at nearly every moment; now only
+    the event each copy records there first, for a microsecond or so.)"""
+    import threading
+    saved = pygpu.transfer_config()
+    pygpu.transfer_config(register_limit=1 << 30)
+    try:
+        x = np.random.default_rng(11).integers(0, 255, 256 * MiB, dtype=np.uint8)
+        s = pygpu.Stream()                                  # (blocking)
+        g = pygpu.to_gpu(x, stream=s)
+        pygpu.to_gpu(x, stream=s)                           # (met again: page-locked in place from here)
+        assert pygpu.registered_stats()["buffers"] >= 1
+        stop, copies, errors = threading.Event(), [0], []
+
+        def mover():
+            try:
+                while not stop.is_set():
+                    g.set(x, stream=s)
+                    copies[0] += 1
+            except BaseException as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+
+        t = threading.Thread(target=mover, daemon=True)
+        t.start()
+        busy = asked = 0
+        try:
+            while copies[0] < 4 and not errors:
+                busy += not s.query()
+                asked += 1
+        finally:
+            stop.set()
+            t.join(120)
+        assert not errors, errors
+        assert asked and busy < asked / 4, f"the mover's stream had work queued at {busy} of {asked} queries"
+        np.testing.assert_array_equal(g.get(), x)
+    finally:
+        pygpu.transfer_config(**saved)
+
+
 @pytest.mark.skipif(pygpu.backend != "host", reason="PYGPU_HOST_FAIL_COPY is the host backend's")
 def test_a_big_registered_copy_goes_in_pieces(run_python):
     """A waited-for copy of 16 MiB or more of page-locked pages goes in

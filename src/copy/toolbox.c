@@ -28,9 +28,20 @@ pygpu_status cp_dma(ctx *c, void *dst, const void *src, size_t n, enum pygpu_cop
         return cp_bus(c, dst, src, n, kind);
     /* One DMA of 1 GiB from memory page-locked in place held a 1 MiB
      * to_gpu beside it for 19.5 ms, 370 times its time alone
-     * (docs/performance.md#dma-pieces). */
-    pygpu_event_t ev[PYGPU_DMA_QUEUED] = {0};
-    pygpu_status r = 0;
+     * (docs/performance.md#dma-pieces).  The pieces go on a non-blocking
+     * stream of their own, after what c->s holds, and are waited for here:
+     * on c->s itself a blocking stream's pieces held every copy another
+     * thread queued on the legacy stream meanwhile, and the next piece
+     * waited for that copy (the runtime orders those two kinds of stream
+     * so).  No thread can tell the difference: the copy is synchronous,
+     * and work queued elsewhere while it runs is not ordered with it. */
+    pygpu_event_t ev[PYGPU_DMA_QUEUED] = {0}, after = NULL;
+    pygpu_stream_t own = NULL;
+    pygpu_status r = blame(c, pygpu_rt_stream_create(&own, PYGPU_STREAM_NON_BLOCKING, 0), "StreamCreateWithFlags");
+    if (r == 0)
+        r = blame(c, pygpu_rt_event_create(&after, PYGPU_EVENT_DISABLE_TIMING), "EventCreateWithFlags");
+    if (r == 0 && (r = blame(c, pygpu_rt_event_record(after, c->s), "EventRecord")) == 0)
+        r = blame(c, pygpu_rt_stream_wait_event(own, after), "StreamWaitEvent");
     size_t i = 0;
     for (size_t off = 0; r == 0 && off < n; off += PYGPU_DMA_PIECE, i++) {
         int k = (int)(i % PYGPU_DMA_QUEUED);
@@ -38,18 +49,27 @@ pygpu_status cp_dma(ctx *c, void *dst, const void *src, size_t n, enum pygpu_cop
         r = ev[k] ? blame(c, pygpu_rt_event_synchronize(ev[k]), "EventSynchronize")
                   : blame(c, pygpu_rt_event_create(&ev[k], PYGPU_EVENT_DISABLE_TIMING), "EventCreateWithFlags");
         if (r == 0)
-            r = blame(c, pygpu_rt_memcpy_async((char *)dst + off, (const char *)src + off, len, kind, c->s),
+            r = blame(c, pygpu_rt_memcpy_async((char *)dst + off, (const char *)src + off, len, kind, own),
                       "MemcpyAsync");
         if (r == 0)
-            r = blame(c, pygpu_rt_event_record(ev[k], c->s), "EventRecord");
+            r = blame(c, pygpu_rt_event_record(ev[k], own), "EventRecord");
     }
-    /* A failure part way: the pieces queued may still be reading (writing)
-     * the host memory, which the caller may let go once this returns. */
-    if (r != 0 && i > 1 && pygpu_rt_stream_synchronize(c->s) != 0)
-        (void)pygpu_rt_get_last_error();
-    for (int k = 0; k < PYGPU_DMA_QUEUED; k++)      /* (released once the stream is past them) */
+    /* Waited for, failed or not: the pieces queued may still be reading
+     * (writing) the host memory, which the caller may let go once this
+     * returns, and the stream goes. */
+    if (own) {
+        pygpu_status w = pygpu_rt_stream_synchronize(own);
+        if (r == 0)
+            r = blame(c, w, "StreamSynchronize");
+        else if (w != 0)
+            (void)pygpu_rt_get_last_error();
+        (void)pygpu_rt_stream_destroy(own);
+    }
+    for (int k = 0; k < PYGPU_DMA_QUEUED; k++)
         if (ev[k])
             (void)pygpu_rt_event_destroy(ev[k]);
+    if (after)
+        (void)pygpu_rt_event_destroy(after);
     return r;
 }
 

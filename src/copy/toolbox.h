@@ -91,10 +91,11 @@ static inline pygpu_status cp_bus(ctx *c, void *dst, const void *src, size_t n, 
 /* One dense copy of `n` bytes between host memory and the device (`kind`)
  * on c->s; waited for by the caller (not c->async), of page-locked host
  * memory and from PYGPU_DMA_PIECES_FROM bytes, it goes in pieces of PYGPU_DMA_PIECE bytes,
- * at most PYGPU_DMA_QUEUED of them queued at a time, so that another
- * transfer on the legacy stream waits for a piece, not for all of it (on
- * a stream of its own a smaller one goes by kernel: transfer/bus.c).  Returns
- * once the last piece is queued. */
+ * at most PYGPU_DMA_QUEUED of them queued at a time, on a non-blocking
+ * stream of its own after what c->s holds, so that another transfer waits
+ * for no piece, on the legacy stream or its own (where a smaller one goes
+ * by kernel: transfer/bus.c), and returns once they are done; else returns
+ * once the copy is queued. */
 pygpu_status cp_dma(ctx *c, void *dst, const void *src, size_t n, enum pygpu_copy_kind kind);
 /* How cp_runtime_copies would copy simplified pair `p`. */
 geometry cp_geometry_of(const pygpu_pair *p, ptrdiff_t itemsize);
