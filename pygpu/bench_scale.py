@@ -223,8 +223,7 @@ def latency_beside(small=1 * MiB, big=1 * GiB, budget=0.5, own_streams=False, sm
     mover_non_blocking says so, else a blocking one."""
     host = pageable_array(small) if small_host is None else small_host
     big_host = pageable_array(big) if big_host is None else big_host
-    mine = pygpu.Stream(non_blocking=True) if own_streams else None
-    theirs = pygpu.Stream(non_blocking=own_streams if mover_non_blocking is None else mover_non_blocking)
+    mine, theirs = beside_streams(own_streams, mover_non_blocking)
     return time_beside(lambda: pygpu.to_gpu(host, stream=mine), lambda: pygpu.to_gpu(big_host, stream=theirs),
                        host.nbytes, budget)
 
@@ -238,14 +237,20 @@ def raw_beside(small=1 * MiB, big=1 * GiB, budget=0.5, own_streams=False, mover_
     raw = RawCuda()
     if not raw.available():
         return None
-    mine = pygpu.Stream(non_blocking=True) if own_streams else None
+    mine, theirs = beside_streams(own_streams, mover_non_blocking)
     small_fn, keep_small = raw.upload(small, mine)
-    theirs = pygpu.Stream(non_blocking=own_streams if mover_non_blocking is None else mover_non_blocking)
     big_fn, keep_big = raw.upload(big, theirs)
     try:
         return time_beside(small_fn, big_fn, small, budget)
     finally:
         del keep_small, keep_big
+
+
+def beside_streams(own_streams, mover_non_blocking):
+    """(the small copy's stream: None for the current one, the mover's)
+    as latency_beside says."""
+    mine = pygpu.Stream(non_blocking=True) if own_streams else None
+    return mine, pygpu.Stream(non_blocking=own_streams if mover_non_blocking is None else mover_non_blocking)
 
 
 def time_beside(small_fn, big_fn, nbytes, budget):
