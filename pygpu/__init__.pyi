@@ -203,6 +203,7 @@ class _TransferConfig(TypedDict):
     crowd_down: int
     crowd_threads: int
     register_limit: int
+    numa: bool
 
 @type_check_only
 class _RegisteredStats(TypedDict):
@@ -220,6 +221,9 @@ class _PinnedPoolStats(TypedDict):
     cached: int
     hits: int
     misses: int
+    placed: int
+    unplaced: int
+    background: int
 
 @type_check_only
 class _CudaArrayInterface(TypedDict):
@@ -289,6 +293,8 @@ class Device:
     def multiprocessor_count(self) -> int: ...
     @property
     def pci_bus_id(self) -> str: ...
+    @property
+    def numa_node(self) -> int: ...
     @property
     def uuid(self) -> str: ...
     def mem_info(self) -> tuple[int, int]: ...
@@ -458,6 +464,7 @@ def transfer_config(
     crowd_down: SupportsIndex | None = None,
     crowd_threads: SupportsIndex | None = None,
     register_limit: SupportsIndex | None = None,
+    numa: bool | None = None,
 ) -> _TransferConfig: ...
 def registered_stats() -> _RegisteredStats: ...
 def pinned_pool_stats() -> _PinnedPoolStats: ...

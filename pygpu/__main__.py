@@ -58,8 +58,10 @@ def describe_devices():
         d = pygpu.Device(i)
         free, total = d.mem_info()
         cc = ".".join(map(str, d.compute_capability))
+        node = d.numa_node
+        where = f" (NUMA node {node})" if node >= 0 else ""
         print(f"  [{i}] {d.name}: compute capability {cc}, {d.multiprocessor_count} multiprocessors, "
-              f"{gib(total)} ({gib(free)} free), PCI {d.pci_bus_id}, uuid {d.uuid}")
+              f"{gib(total)} ({gib(free)} free), PCI {d.pci_bus_id}{where}, uuid {d.uuid}")
 
 
 def describe_peers():

@@ -109,12 +109,12 @@ static PyObject *new_host_array(pygpu_state *st, PyGPUArray *a, int pagelocked)
     PyObject *out;
     ptrdiff_t nbytes = pygpu_array_size(a) * GA_ITEMSIZE(a);
     if (pagelocked)
-        return pygpu_pagelocked_empty(st, a->descr, a->nd, GA_SHAPE(a), 0);
+        return pygpu_pagelocked_empty(st, a->descr, a->nd, GA_SHAPE(a), 0, -1);
     if (pygpu_pinned_for_get((size_t)nbytes)) {
-        out = pygpu_pagelocked_empty(st, a->descr, a->nd, GA_SHAPE(a), 1);
+        out = pygpu_pagelocked_empty(st, a->descr, a->nd, GA_SHAPE(a), 1, a->device);
         if (out || PyErr_Occurred())
             return out;
-        pygpu_bg_warm((size_t)nbytes);
+        pygpu_bg_warm((size_t)nbytes, a->device);
     }
     /* (Past the pool's limit: a staged download of 32 MiB or more faults
      * the fresh pages in while its DMA runs.) */

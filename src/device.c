@@ -218,6 +218,16 @@ static PyObject *get_pci_bus_id(PyObject *self, void *c)
     return p ? PyUnicode_FromString(p->pci_bus_id) : NULL;
 }
 
+static PyObject *get_numa_node(PyObject *self, void *c)
+{
+    (void)c;
+    int node = -1;
+    pygpu_state *st = pygpu_state_of(self);
+    if (!st || pygpu_check(st, pygpu_rt_device_numa_node(((PyGPUDevice *)self)->id, &node), "DeviceGetPCIBusId") < 0)
+        return NULL;
+    return PyLong_FromLong(node);
+}
+
 static PyObject *get_uuid(PyObject *self, void *c)
 {
     (void)c;
@@ -404,6 +414,10 @@ static PyGetSetDef device_getset[] = {
     {"total_memory", get_total_memory, NULL, "Bytes of device memory.", NULL},
     {"multiprocessor_count", get_mp_count, NULL, "Number of multiprocessors.", NULL},
     {"pci_bus_id", get_pci_bus_id, NULL, "PCI address, 'domain:bus:device.function'.", NULL},
+    {"numa_node", get_numa_node, NULL,
+     "The host's NUMA node this device hangs off, as sysfs tells it; -1 where it tells none (a host of one "
+     "node, or no sysfs).  PyGPU's staging buffers for the device lie there (transfer_config's numa).",
+     NULL},
     {"uuid", get_uuid, NULL, "The device's UUID, 'xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx'.", NULL},
     {0},
 };

@@ -7,11 +7,10 @@
 #include "tuning.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define HOST_DEVICES_MAX 64     /* (the GPU backend's kernels keep as many devices) */
 
 size_t pygpu_parse_bytes(const char *s)
 {
@@ -42,11 +41,30 @@ static int unless_zero(const char *name, int dflt)
     return s ? atoi(s) != 0 : dflt;
 }
 
+/* PYGPU_HOST_NUMA: a node for each device in turn, comma-separated; one
+ * that is not a number of 0 or more, and the devices past the list, -1. */
+static void read_host_numa(const char *s)
+{
+    for (int i = 0; i < PYGPU_HOST_DEVICES_MAX; i++) {
+        char *end = NULL;
+        long v = -1;
+        if (s && *s) {
+            errno = 0;
+            v = strtol(s, &end, 10);
+            if (errno || end == s || (*end != ',' && *end) || v < 0 || v > INT_MAX)
+                v = -1;
+            s = strchr(s, ',');
+            s = s ? s + 1 : NULL;
+        }
+        env.host_numa[i] = (int)v;
+    }
+}
+
 static void read_host(void)
 {
     const char *s = getenv("PYGPU_HOST_DEVICES");
     int n = s ? atoi(s) : 1;
-    env.host_devices = n < 1 ? 1 : n > HOST_DEVICES_MAX ? HOST_DEVICES_MAX : n;
+    env.host_devices = n < 1 ? 1 : n > PYGPU_HOST_DEVICES_MAX ? PYGPU_HOST_DEVICES_MAX : n;
     env.host_memory = pygpu_parse_bytes(getenv("PYGPU_HOST_MEMORY"));
     s = getenv("PYGPU_HOST_PEER");
     env.host_peer = !s ? 1 : atoi(s) == 2 ? 2 : atoi(s) != 0;
@@ -65,12 +83,14 @@ static void read_host(void)
     env.host_fork_rule_gpu = s && strcmp(s, "gpu") == 0;
     s = getenv("PYGPU_HOST_RESET_RULE");
     env.host_reset_rule_gpu = s && strcmp(s, "gpu") == 0;
+    read_host_numa(getenv("PYGPU_HOST_NUMA"));
 }
 
 static void read_env(void)
 {
     const char *s = getenv("PYGPU_KERNELS");
     env.kernels_off = s && strcmp(s, "0") == 0;
+    env.numa_off = !unless_zero("PYGPU_NUMA", 1);
     s = getenv("PYGPU_BLOCK_CACHE");
     env.block_cache = s && *s ? atoi(s) != 0 : -1;
     s = getenv("PYGPU_STAGING_TRACE");

@@ -12,8 +12,11 @@
 
 #include <stddef.h>
 
+#define PYGPU_HOST_DEVICES_MAX 64       /* (the GPU backend's kernels keep as many devices) */
+
 typedef struct {
     int kernels_off;            /* PYGPU_KERNELS=0: PyGPU's own copy kernels switched off */
+    int numa_off;               /* PYGPU_NUMA=0: staging buffers placed on no device's NUMA node */
     int block_cache;            /* PYGPU_BLOCK_CACHE: 0 or 1 (its integer, non-zero), -1 when unset or empty */
     int staging_trace;          /* PYGPU_STAGING_TRACE set and not "0": print each transfer's timeline */
     int pinned_limit_set;       /* PYGPU_PINNED_LIMIT set and not empty ... */
@@ -34,6 +37,8 @@ typedef struct {
     long host_fail_copy_nth;            /* fails (K = 0 or none: every one; B = 0: unset) */
     size_t host_pool;           /* PYGPU_HOST_POOL: bytes the pool of freed blocks may hold (default 1 GiB) */
     size_t host_locked;         /* PYGPU_HOST_LOCKED: bytes that may be registered in place at once (0: unset, no limit) */
+    int host_numa[PYGPU_HOST_DEVICES_MAX];      /* PYGPU_HOST_NUMA=N,N,...: device i's NUMA node (-1: none;
+                                                 * devices past the list, and all when it is unset: -1) */
 } pygpu_env;
 
 /* The environment as it was at the first call in the process (every later

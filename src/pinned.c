@@ -119,25 +119,27 @@ static PyType_Spec host_spec = {
     .slots = host_slots,
 };
 
-/* A new HostAllocation of n bytes (a block the pool has cached when
- * `pooled`: NULL with no exception where it has none; else made now),
- * for `purpose` (NULL: raw memory, as the message says if it runs out);
- * new reference. */
-static PyObject *host_alloc(pygpu_state *st, size_t n, int pooled, const pygpu_alloc_purpose *purpose)
+/* A new HostAllocation of n bytes (a block the pool has cached for
+ * transfers with device `dev` when `pooled`: NULL with no exception where
+ * it has none; else made now, on no device's NUMA node in particular), for
+ * `purpose` (NULL: raw memory, as the message says if it runs out); new
+ * reference. */
+static PyObject *host_alloc(pygpu_state *st, size_t n, int pooled, int dev, const pygpu_alloc_purpose *purpose)
 {
     pygpu_status s;
+    int placement;
     PyGPUHostMemory *h = (PyGPUHostMemory *)st->HostMemory->tp_alloc(st->HostMemory, 0);
     if (!h)
         return NULL;
     h->size = n;
     if (pooled) {
-        h->ptr = pygpu_pinned_take_cached(n);
+        h->ptr = pygpu_pinned_take_cached(n, dev);
         h->pooled = h->ptr != NULL;
         if (!h->ptr)
             Py_CLEAR(h);
     } else if (n) {
         Py_BEGIN_ALLOW_THREADS
-        s = pygpu_rt_host_pin(&h->ptr, n);
+        s = pygpu_rt_host_pin(&h->ptr, n, -1, &placement);
         Py_END_ALLOW_THREADS
         if (s != 0) {
             h->ptr = NULL;
@@ -154,19 +156,20 @@ static PyObject *mem_alloc_host(PyObject *mod, PyObject *arg)
     size_t n;
     if (pygpu_size_arg(arg, "mem_alloc_host() nbytes", &n) < 0)
         return NULL;
-    return host_alloc(PyModule_GetState(mod), n, 0, NULL);
+    return host_alloc(PyModule_GetState(mod), n, 0, -1, NULL);
 }
 
 /* The HostAllocation for an array of `shape` and `descr` (checked: NumPy's
  * ValueError where its bytes do not fit in the address space), as
  * host_alloc makes it; new reference. */
-static PyObject *host_alloc_for(pygpu_state *st, PyArray_Descr *descr, int nd, const ptrdiff_t *shape, int pooled)
+static PyObject *host_alloc_for(pygpu_state *st, PyArray_Descr *descr, int nd, const ptrdiff_t *shape, int pooled,
+                                int dev)
 {
     ptrdiff_t nbytes;
     pygpu_alloc_purpose purpose = {nd, shape, descr};
     if (pygpu_checked_nbytes(nd, shape, (ptrdiff_t)PyDataType_ELSIZE(descr), &nbytes) < 0)
         return NULL;
-    return host_alloc(st, (size_t)nbytes, pooled, &purpose);
+    return host_alloc(st, (size_t)nbytes, pooled, dev, &purpose);
 }
 
 /* _mem_alloc_host_for(shape, dtype): the HostAllocation behind
@@ -181,15 +184,15 @@ static PyObject *mem_alloc_host_for(PyObject *mod, PyObject *args)
     if (!PyArg_ParseTuple(args, "OO:_mem_alloc_host_for", &shape_obj, &dtype) ||
         pygpu_shape_arg(st, shape_obj, &nd, shape) < 0 || !PyArray_DescrConverter(dtype, &descr))
         return NULL;
-    r = host_alloc_for(st, descr, nd, shape, 0);
+    r = host_alloc_for(st, descr, nd, shape, 0, -1);
     Py_DECREF(descr);
     return r;
 }
 
 PyObject *pygpu_pagelocked_empty(pygpu_state *st, PyArray_Descr *descr, int nd, const ptrdiff_t *shape,
-                                 int pooled)
+                                 int pooled, int dev)
 {
-    PyObject *mem = host_alloc_for(st, descr, nd, shape, pooled);
+    PyObject *mem = host_alloc_for(st, descr, nd, shape, pooled, dev);
     if (!mem)
         return NULL;
     Py_INCREF(descr);

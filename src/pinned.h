@@ -12,10 +12,11 @@
 int pygpu_pinned_init(PyObject *m, pygpu_state *st);
 
 /* A NumPy array of `shape` (C order) in page-locked memory; new reference.
- * With `pooled`, the memory comes from the pinned pool, and NULL without an
- * exception set means the pool's limit refused it. */
+ * With `pooled`, the memory is a block the pinned pool has cached for
+ * transfers with device `dev`, and NULL without an exception set means it
+ * has none. */
 PyObject *pygpu_pagelocked_empty(pygpu_state *st, PyArray_Descr *descr, int nd, const ptrdiff_t *shape,
-                                 int pooled);
+                                 int pooled, int dev);
 
 int pygpu_pinned_functions_init(PyObject *m);
 

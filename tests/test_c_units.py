@@ -11,7 +11,9 @@ these three also under ThreadSanitizer), and the host backend's rule for
 the legacy stream while a blocking stream is captured
 (src/backend/rt_host.c, captured_host.c), and the leaf locks that a forked
 child finds free (src/forklock.c, with captured_host.c's table forked
-beside two threads that use it); and, where a CUDA toolkit is
+beside two threads that use it), and the host's NUMA nodes and the blocks
+PyGPU page-locks on them (src/numa.c, src/pages.c: a sysfs tree made
+there, pages placed on node 0); and, where a CUDA toolkit is
 installed, the page-locked blocks as the GPU backends make them
 (src/backend/rt_gpu.c: refused, or made, read by a forked child, and
 unpinned, with no mapping left behind).
@@ -41,14 +43,15 @@ UNITS = {
     "test_devcopy": ["src/copy/devcopy.c", "src/backend/kernels_host.c", "src/shape.c", "src/env.c"],
     "test_workers": ["src/transfer/workers.c"],
     "test_forklock": ["src/forklock.c", "src/backend/captured_host.c"],
-    "test_capture_host": ["src/backend/rt_host.c", "src/backend/locked_host.c", "src/backend/captured_host.c", "src/forklock.c", "src/backend/events_host.c",
+    "test_numa": ["src/numa.c", "src/pages.c"],
+    "test_capture_host": ["src/backend/rt_host.c", "src/pages.c", "src/numa.c", "src/backend/locked_host.c", "src/backend/captured_host.c", "src/forklock.c", "src/backend/events_host.c",
                           "src/env.c"],
-    "test_pinned_pool": ["src/transfer/pinned_pool.c", "src/backend/rt_host.c", "src/backend/locked_host.c", "src/backend/captured_host.c", "src/forklock.c", "src/backend/events_host.c", "src/transfer/settings.c", "src/env.c"],
-    "test_lanes": ["src/transfer/lanes.c", "src/transfer/pinned_pool.c", "src/backend/rt_host.c", "src/backend/locked_host.c", "src/backend/captured_host.c", "src/forklock.c", "src/backend/events_host.c",
+    "test_pinned_pool": ["src/transfer/pinned_pool.c", "src/backend/rt_host.c", "src/pages.c", "src/numa.c", "src/backend/locked_host.c", "src/backend/captured_host.c", "src/forklock.c", "src/backend/events_host.c", "src/transfer/settings.c", "src/env.c"],
+    "test_lanes": ["src/transfer/lanes.c", "src/transfer/pinned_pool.c", "src/backend/rt_host.c", "src/pages.c", "src/numa.c", "src/backend/locked_host.c", "src/backend/captured_host.c", "src/forklock.c", "src/backend/events_host.c",
                    "src/transfer/settings.c", "src/env.c"],
     "test_background": ["src/transfer/background.c", "src/transfer/background_up.c", "src/transfer/background_down.c",
                         "src/transfer/hostcopy.c", "src/transfer/events.c",
-                        "src/transfer/workers.c", "src/transfer/lanes.c", "src/transfer/pinned_pool.c", "src/backend/rt_host.c", "src/backend/locked_host.c", "src/backend/captured_host.c", "src/forklock.c", "src/backend/events_host.c",
+                        "src/transfer/workers.c", "src/transfer/lanes.c", "src/transfer/pinned_pool.c", "src/backend/rt_host.c", "src/pages.c", "src/numa.c", "src/backend/locked_host.c", "src/backend/captured_host.c", "src/forklock.c", "src/backend/events_host.c",
                         "src/transfer/settings.c", "src/transfer/trace.c", "src/shape.c", "src/env.c"],
 }
 CC = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
@@ -160,7 +163,8 @@ def test_page_locked_blocks_on_the_cuda_runtime(tmp_path):
     exe = tmp_path / "test_pin_gpu"
     cmd = [CC, "-std=c11", "-g", "-O1", "-Wall", "-Wextra", "-Werror", "-DPYGPU_BACKEND_CUDA", "-I" + SRC,
            "-I" + os.path.join(SRC, "backend"), "-I" + os.path.join(ROOT, "include"), "-I" + include,
-           os.path.join(HERE, "c", "test_pin_gpu.c"), os.path.join(SRC, "backend", "rt_gpu.c"), static,
+           os.path.join(HERE, "c", "test_pin_gpu.c"), os.path.join(SRC, "backend", "rt_gpu.c"),
+           os.path.join(SRC, "pages.c"), os.path.join(SRC, "numa.c"), static,
            "-ldl", "-lrt", "-lm", "-pthread", "-o", str(exe)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr

@@ -126,7 +126,7 @@ def test_transfer_config_validates():
         pygpu.transfer_config(crowd_up=100)
     cfg = pygpu.transfer_config()
     assert set(cfg) == {"chunk", "depth", "threads", "threads_alone", "min_bytes", "peer", "crowd_up", "crowd_down",
-                        "crowd_threads", "register_limit"}
+                        "crowd_threads", "register_limit", "numa"}
 
 
 def test_transfer_config_threads_alone():

@@ -81,6 +81,10 @@ pygpu_status pygpu_rt_set_device(int dev);
 pygpu_status pygpu_rt_device_synchronize(void);
 pygpu_status pygpu_rt_device_reset(void);
 pygpu_status pygpu_rt_device_props(int dev, pygpu_device_props *p);
+/* *node: the host's NUMA node that device `dev` hangs off, or -1 where the
+ * host tells none (one node, or no sysfs); the host backend's devices are
+ * on the nodes PYGPU_HOST_NUMA lists, else on none. */
+pygpu_status pygpu_rt_device_numa_node(int dev, int *node);
 pygpu_status pygpu_rt_mem_get_info(size_t *free_bytes, size_t *total_bytes);
 
 /* Device memory.  malloc_async takes from the stream-ordered pool when the
@@ -131,13 +135,17 @@ pygpu_status pygpu_rt_host_free(void *p);
 /* Page-locked host memory of n bytes made in two steps, so that the
  * runtime is held only for the second: shared anonymous pages (a fork's
  * child reads them, as it reads host_alloc's) faulted in by the caller,
- * then registered (portable, mapped).  The runtime's own allocation holds
- * every other thread's runtime calls for all of its time; this takes the
- * caller 1.2-1.4 times as long, and the others wait only while the pages
- * are registered, a twentieth of it (tools/research/lock-ways.c,
- * docs/performance.md#pinned-pool).  Freed by host_unpin with the same n;
- * the host backend's are host_alloc's. */
-pygpu_status pygpu_rt_host_pin(void **p, size_t n);
+ * preferring NUMA node `node` (-1: the system's choice), then registered
+ * (portable, mapped); *placement says how the pages were placed
+ * (pages.h: PYGPU_PAGES_PLACED, PYGPU_PAGES_UNPLACED where no node was
+ * asked, or the errno of the kernel's refusal).  The runtime's own
+ * allocation holds every other thread's runtime calls for all of its
+ * time; this takes the caller 1.2-1.4 times as long, and the others wait
+ * only while the pages are registered, a twentieth of it
+ * (tools/research/lock-ways.c, docs/performance.md#pinned-pool).  Freed by
+ * host_unpin with the same n; the host backend's are the same pages,
+ * unregistered. */
+pygpu_status pygpu_rt_host_pin(void **p, size_t n, int node, int *placement);
 pygpu_status pygpu_rt_host_unpin(void *p, size_t n);
 pygpu_status pygpu_rt_host_register(void *p, size_t n);
 pygpu_status pygpu_rt_host_unregister(void *p);

@@ -7,21 +7,15 @@
  * is usable), the only files that name vendor functions.  Only the
  * runtime API and the devices' primary contexts are used.
  */
-#define _GNU_SOURCE                 /* (madvise's advice) */
 #include "rt.h"
+#include "../numa.h"
+#include "../pages.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
-#ifndef MADV_POPULATE_WRITE
-#  define MADV_POPULATE_WRITE 23    /* (Linux 5.14; older headers lack it, and older kernels refuse it) */
-#endif
 
 #if defined(PYGPU_BACKEND_CUDA)
 #  include <cuda_runtime_api.h>
@@ -185,6 +179,16 @@ pygpu_status pygpu_rt_device_props(int dev, pygpu_device_props *p)
     else if (e == RT(ErrorNotSupported))
         e = RT(Success);            /* leave the uuid zero where unknown */
 #endif
+    return e;
+}
+
+/* (The runtime's own attribute for this, where it has one, reads the same
+ * sysfs file; the bus address works for both vendors.) */
+pygpu_status pygpu_rt_device_numa_node(int dev, int *node)
+{
+    char busid[32];
+    rt_error e = RT(DeviceGetPCIBusId)(busid, (int)sizeof busid, dev);
+    *node = e == RT(Success) ? pygpu_numa_node_of_pci(NULL, busid) : -1;
     return e;
 }
 
@@ -368,41 +372,16 @@ pygpu_status pygpu_rt_host_free(void *p)
 #endif
 }
 
-#define PIN_PAGE ((size_t)4 << 10)
-#define PIN_HUGE ((size_t)2 << 20)      /* (from this size on, aligned to a huge page) */
-
-static size_t pin_bytes(size_t n) { return (n + PIN_PAGE - 1) / PIN_PAGE * PIN_PAGE; }
-
-pygpu_status pygpu_rt_host_pin(void **p, size_t n)
+pygpu_status pygpu_rt_host_pin(void **p, size_t n, int node, int *placement)
 {
-    size_t len = pin_bytes(n ? n : 1), slack = len >= PIN_HUGE ? PIN_HUGE : 0;
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    void *at;
     *p = NULL;
-    /* (More than the machine has is refused at once, as the runtime refuses
-     * it, rather than faulted in until the kernel runs out.) */
-    if (len < n || len > SIZE_MAX - PIN_HUGE || (pages > 0 && page > 0 && len / (size_t)page > (size_t)pages))
+    if (pygpu_pages_map(&at, n, node, placement) != 0)
         return RT(ErrorMemoryAllocation);
-    /* Shared, as the runtime's own blocks are in effect: a fork's child
-     * reads the same pages (tools/research/fork-reads-pinned.py), and no
-     * copy-on-write can move a page from under the DMA. */
-    char *base = mmap(NULL, len + slack, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (base == MAP_FAILED)
-        return RT(ErrorMemoryAllocation);
-    char *at = slack ? (char *)(((uintptr_t)base + PIN_HUGE - 1) & ~(uintptr_t)(PIN_HUGE - 1)) : base;
-    if (at > base)                                  /* (the slack on both sides back) */
-        munmap(base, (size_t)(at - base));
-    if (base + len + slack > at + len)
-        munmap(at + len, (size_t)(base + len + slack - (at + len)));
-    if (slack)                                      /* (where the host gives shared memory huge pages) */
-        (void)madvise(at, len, MADV_HUGEPAGE);
-    if (madvise(at, len, MADV_POPULATE_WRITE) != 0 && errno != EINVAL) {  /* (EINVAL: a kernel before 5.14; registering faults them in) */
-        munmap(at, len);
-        return RT(ErrorMemoryAllocation);
-    }
     capture_mode m = relax();
-    rt_error r = RT(HostRegister)(at, len, RT(HostRegisterPortable) | RT(HostRegisterMapped));
+    rt_error r = RT(HostRegister)(at, pygpu_pages_bytes(n), RT(HostRegisterPortable) | RT(HostRegisterMapped));
     if (r != RT(Success))
-        munmap(at, len);
+        pygpu_pages_unmap(at, n);
     else
         *p = at;
     return unrelax(m, r);
@@ -414,7 +393,7 @@ pygpu_status pygpu_rt_host_unpin(void *p, size_t n)
         return RT(Success);
     capture_mode m = relax();
     rt_error r = RT(HostUnregister)(p);
-    munmap(p, pin_bytes(n ? n : 1));
+    pygpu_pages_unmap(p, n);
     return unrelax(m, r);
 }
 

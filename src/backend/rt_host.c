@@ -14,8 +14,9 @@
  * streams have no wait on a counter, nor write of one, so that background
  * uploads are gated by host functions and no transfer goes through a
  * ring), PYGPU_HOST_CAPTURE (1: every stream but the default ones reports that a graph
- * capture records its work, so that the refusals are tested) and
- * PYGPU_HOST_FAIL_COPY (a copy that fails, for tests).  Peer access between
+ * capture records its work, so that the refusals are tested),
+ * PYGPU_HOST_FAIL_COPY (a copy that fails, for tests) and PYGPU_HOST_NUMA
+ * (the NUMA node each device reports, so that placement is tested).  Peer access between
  * the devices, and their pools' grants, are peer_host.c's; events are
  * events_host.c's.
  */
@@ -26,6 +27,7 @@
 #include "locked_host.h"
 #include "env.h"
 #include "forklock.h"
+#include "pages.h"
 #include "tuning.h"
 
 #include <pthread.h>
@@ -204,6 +206,16 @@ pygpu_status pygpu_rt_device_props(int dev, pygpu_device_props *p)
     snprintf(p->pci_bus_id, sizeof p->pci_bus_id, "0000:00:%02x.0", dev);
     memcpy(p->uuid, "pygpu-host-dev", 14);
     p->uuid[15] = (unsigned char)dev;
+    return H_SUCCESS;
+}
+
+pygpu_status pygpu_rt_device_numa_node(int dev, int *node)
+{
+    config();
+    *node = -1;
+    if (dev < 0 || dev >= n_devices)
+        return fail(H_INVALID_DEVICE);
+    *node = pygpu_env_get()->host_numa[dev];
     return H_SUCCESS;
 }
 
@@ -489,13 +501,24 @@ pygpu_status pygpu_rt_host_free(void *p)
     return block_free(p);
 }
 
-/* Here the two steps are one: host_alloc's blocks (pageable, as above). */
-pygpu_status pygpu_rt_host_pin(void **p, size_t n) { return pygpu_rt_host_alloc(p, n); }
+/* The GPU backends' pages (pages.c), with nothing to register: pageable,
+ * as above, but under PYGPU_HOST_CAPTURE. */
+pygpu_status pygpu_rt_host_pin(void **p, size_t n, int node, int *placement)
+{
+    config();
+    if (pygpu_pages_map(p, n, node, placement) != 0)
+        return fail(H_MEMORY_ALLOCATION);
+    if (capture_all)
+        (void)pygpu_locked_add(*p, n);        /* (full: that block reads as pageable) */
+    return H_SUCCESS;
+}
 
 pygpu_status pygpu_rt_host_unpin(void *p, size_t n)
 {
-    (void)n;
-    return pygpu_rt_host_free(p);
+    if (p && capture_all)
+        (void)pygpu_locked_remove(p);
+    pygpu_pages_unmap(p, n);
+    return H_SUCCESS;
 }
 
 /* Within PYGPU_HOST_LOCKED (an operating system's locked-memory limit):

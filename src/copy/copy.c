@@ -184,7 +184,8 @@ static pygpu_status ends_through_block(ctx *c, pygpu_side dst, pygpu_side src, p
     char *host = up ? src.ptr : dst.ptr, *blk;
     enum pygpu_copy_kind kind = up ? PYGPU_COPY_H2D : PYGPU_COPY_D2H;
     *done = 0;
-    if (head + tail == 0 || head + tail > 2 * PYGPU_BOUNCE_MAX || (blk = pygpu_pinned_take(head + tail)) == NULL)
+    if (head + tail == 0 || head + tail > 2 * PYGPU_BOUNCE_MAX ||
+        (blk = pygpu_pinned_take(head + tail, c->dev)) == NULL)
         return 0;
     *done = 1;
     cp_trace_route(up ? "up" : "down", (size_t)n, "page-locked in place",
@@ -271,9 +272,9 @@ static int refused_back_to(int prev)
 int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape,
                ptrdiff_t itemsize, pygpu_stream_t s, int async)
 {
-    ctx c = {.s = s, .async = async};
     pygpu_status r;
     int dev = dst.on_device ? dst.device : src.on_device ? src.device : -1, prev = -1;
+    ctx c = {.s = s, .dev = dev, .async = async};
     int cross = dst.on_device && src.on_device && dst.device >= 0 && src.device >= 0 && dst.device != src.device;
     pygpu_mark(2);
     if (side_live(st, dst) < 0 || side_live(st, src) < 0)
@@ -373,7 +374,7 @@ int pygpu_copy(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const pt
 int pygpu_copy_across(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, const ptrdiff_t *shape,
                       ptrdiff_t itemsize)
 {
-    ctx c = {.s = PYGPU_STREAM_NULL};
+    ctx c = {.s = PYGPU_STREAM_NULL, .dev = dst.device};
     if (side_live(st, dst) < 0 || side_live(st, src) < 0)
         return -1;
     pygpu_copy_reap();
@@ -390,7 +391,7 @@ int pygpu_copy_across(pygpu_state *st, pygpu_side dst, pygpu_side src, int nd, c
 int pygpu_cast(pygpu_state *st, pygpu_side dst, int dtype, pygpu_side src, int stype, int nd, const ptrdiff_t *shape,
                pygpu_stream_t s)
 {
-    ctx c = {.s = s};
+    ctx c = {.s = s, .dev = dst.on_device ? dst.device : src.on_device ? src.device : -1};
     temps ts = {0}, td = {0};
     pygpu_pair p;
     pygpu_status r = 0;
@@ -506,7 +507,7 @@ static pygpu_status fill_by_copies(ctx *c, const pygpu_pair *p, char *dst, ptrdi
 int pygpu_fill(pygpu_state *st, pygpu_side dst, int nd, const ptrdiff_t *shape, ptrdiff_t itemsize,
                const void *value, pygpu_stream_t s)
 {
-    ctx c = {.s = s};
+    ctx c = {.s = s, .dev = dst.device};
     pygpu_pair p;
     pygpu_status r = 0;
     int uniform = is_uniform(value, itemsize);

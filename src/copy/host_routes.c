@@ -165,7 +165,7 @@ static pygpu_status bounce_down(ctx *c, char *host, const char *dev, size_t n, i
 {
     void *b;
     *done = 0;
-    if (n == 0 || n > PYGPU_BOUNCE_MAX || (b = pygpu_pinned_take(n)) == NULL)
+    if (n == 0 || n > PYGPU_BOUNCE_MAX || (b = pygpu_pinned_take(n, c->dev)) == NULL)
         return 0;
     *done = 1;
     pygpu_status r = cp_bus(c, b, dev, n, PYGPU_COPY_D2H);

@@ -169,7 +169,7 @@ pygpu_status cp_host_temp(ctx *c, temps *t, size_t n)
     pygpu_transfer_config cfg;
     pygpu_transfer_config_get(&cfg);
     t->host_pinned = 0;
-    if (n >= cfg.min_bytes && (t->host = pygpu_pinned_take(n)) != NULL) {
+    if (n >= cfg.min_bytes && (t->host = pygpu_pinned_take(n, c->dev)) != NULL) {
         t->host_pinned = 1;
         return 0;
     }

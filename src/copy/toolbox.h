@@ -19,6 +19,7 @@
 /* One copy's context. */
 typedef struct {
     pygpu_stream_t s;
+    int dev;                    /* the device the copy is with (its host side's staging blocks are for it), or -1 */
     const char *call;           /* the runtime call that failed */
     PyThreadState *ts;          /* the caller's, saved while the GIL is released */
     int stopped;                /* a signal (KeyboardInterrupt) stopped the copy */

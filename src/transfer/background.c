@@ -128,7 +128,7 @@ int pygpu_bg_task_threads(const task *t)
 static void warm_block(task *t, int *device)
 {
     (void)device;
-    void *b = pygpu_pinned_take(t->warm);
+    void *b = pygpu_pinned_take(t->warm, t->device);
     if (b)
         pygpu_pinned_give(b);
     free(t);
@@ -243,12 +243,13 @@ void pygpu_bg_queued(void)
 /* No cached block of `bytes`: the warmer page-locks one for the pool (the
  * milliseconds that takes are not the caller's), so that the next
  * transfer of this size (an upload in the background, a get()) finds it. */
-void pygpu_bg_warm(size_t bytes)
+void pygpu_bg_warm(size_t bytes, int dev)
 {
     task *w = calloc(1, sizeof *w);
     if (!w)
         return;
     w->warm = bytes;
+    w->device = dev;
     w->run = warm_block;
     pthread_mutex_lock(&bg_mu);
     if (warming == bytes || enqueue(&warmer, w) != 0) {     /* (asked already: the uploads meanwhile are not) */
@@ -417,7 +418,7 @@ void pygpu_bg_task_free(task *t)
  * (docs/performance.md#background-rings).  The caller tries the
  * stream's wait (and write) before it takes a ring task. */
 task *pygpu_bg_task_new(int upload, char *host, const ptrdiff_t *strides, int nd, const ptrdiff_t *shape,
-                      ptrdiff_t itemsize)
+                      ptrdiff_t itemsize, int dev)
 {
     ptrdiff_t n = 1;
     for (int i = 0; i < nd; i++)
@@ -428,6 +429,7 @@ task *pygpu_bg_task_new(int upload, char *host, const ptrdiff_t *strides, int nd
     if (!t)
         return NULL;
     t->upload = upload;
+    t->device = dev;
     t->host = host;
     t->nd = nd;
     t->itemsize = itemsize;
@@ -443,9 +445,9 @@ task *pygpu_bg_task_new(int upload, char *host, const ptrdiff_t *strides, int nd
         t->ring = PYGPU_BG_RING_SLOTS;
     cut(t, n);
     size_t bytes = (size_t)((t->ring ? t->ring * (t->start[1] - t->start[0]) : n) * itemsize);
-    if (!(t->block = pygpu_pinned_take_cached(bytes))) {
+    if (!(t->block = pygpu_pinned_take_cached(bytes, dev))) {
         pygpu_bg_task_free(t);
-        pygpu_bg_warm(bytes);
+        pygpu_bg_warm(bytes, dev);
         return NULL;
     }
     return t;

@@ -74,9 +74,10 @@ struct task {
     int claimed;                /* taken by its thread (the queue's lock); a download's host function may take it first */
 };
 
-/* A task for host elements [0, n) (see background.c), or NULL. */
+/* A task for host elements [0, n) (see background.c) with device `dev`
+ * (the current one: -1 where it is not known), or NULL. */
 task *pygpu_bg_task_new(int upload, char *host, const ptrdiff_t *strides, int nd, const ptrdiff_t *shape,
-                        ptrdiff_t itemsize);
+                        ptrdiff_t itemsize, int dev);
 /* Its events, counters, block and itself given back; not the owner. */
 void pygpu_bg_task_free(task *t);
 /* Hand t to thread `thread`, which calls t->run(t, ...), with the queue
@@ -123,9 +124,10 @@ void pygpu_bg_forget_counters(void);
 int pygpu_bg_pending(void);
 /* Registers the fork handler and the wait at exit. */
 void pygpu_bg_init(void);
-/* The warmer asked to page-lock a block of `bytes` for the pool, which had
- * none cached (not again while a block of that size is in the making).
- * Without the GIL or with it. */
-void pygpu_bg_warm(size_t bytes);
+/* The warmer asked to page-lock a block of `bytes` for the pool's
+ * transfers with device `dev`, for which it had none cached (not again
+ * while a block of that size is in the making).  Without the GIL or with
+ * it. */
+void pygpu_bg_warm(size_t bytes, int dev);
 
 #endif /* PYGPU_TRANSFER_BACKGROUND_H */

@@ -136,12 +136,17 @@ pygpu_status pygpu_bg_download(char *host, const ptrdiff_t *strides, int nd, con
     pygpu_status r = 0;
     pygpu_trace_clock clock = {0};
     PYGPU_TRACE_TICK(clock);
-    task *t = pygpu_bg_task_new(0, host, strides, nd, shape, itemsize);
+    int device;
     *taken = 0;
+    if (pygpu_rt_get_device(&device) != 0) {
+        (void)pygpu_rt_get_last_error();
+        return 0;
+    }
+    task *t = pygpu_bg_task_new(0, host, strides, nd, shape, itemsize, device);
     if (!t)
         return 0;
     PYGPU_TRACE_TICK(clock);
-    if (pygpu_rt_get_device(&t->device) != 0 || !events_made(t)) {
+    if (!events_made(t)) {
         (void)pygpu_rt_get_last_error();
         pygpu_bg_task_free(t);
         return 0;

@@ -99,7 +99,12 @@ pygpu_status pygpu_bg_upload(char *dev, const char *host, const ptrdiff_t *strid
     pygpu_status r = 0;
     pygpu_trace_clock clock = {0};
     PYGPU_TRACE_TICK(clock);
-    task *t = pygpu_bg_task_new(1, (char *)host, strides, nd, shape, itemsize);
+    int device;                 /* (its end's event: one its device keeps, given back by the reaper) */
+    if (pygpu_rt_get_device(&device) != 0) {
+        (void)pygpu_rt_get_last_error();
+        device = -1;
+    }
+    task *t = pygpu_bg_task_new(1, (char *)host, strides, nd, shape, itemsize, device);
     *taken = 0;
     if (!t)
         return 0;
@@ -109,8 +114,6 @@ pygpu_status pygpu_bg_upload(char *dev, const char *host, const ptrdiff_t *strid
     }
     t->owner = owner;
     PYGPU_TRACE_TICK(clock);
-    if (pygpu_rt_get_device(&t->device) != 0)   /* (its end's event: one its device keeps, given back by the reaper) */
-        t->device = -1;
     if (t->device < 0 || pygpu_event_take(t->device, &t->done) != 0) {
         (void)pygpu_rt_get_last_error();
         t->done = NULL;

@@ -45,7 +45,9 @@ pygpu_status pygpu_staged_cross(pygpu_staging_ctx *c, char *dst, int ddev, const
     if (want > PYGPU_MAX_DEPTH)
         want = PYGPU_MAX_DEPTH;
     *staged = 0;
-    while (nbuf < want && (buf[nbuf] = pygpu_pinned_take(chunk)) != NULL)
+    /* (on the destination's NUMA node: its DMA reads them, and a read
+     * waits for the distance where a write is posted) */
+    while (nbuf < want && (buf[nbuf] = pygpu_pinned_take(chunk, ddev)) != NULL)
         nbuf++;
     if (nbuf == 0)      /* the pool is at its limit: the caller goes another way */
         return 0;

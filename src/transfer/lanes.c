@@ -88,7 +88,7 @@ static int lane_ready(lane *l, const pygpu_transfer_config *c, int dev)
         return 1;
     lane_drop(l);
     for (int b = 0; b < c->depth; b++) {
-        l->buf[b] = pygpu_pinned_take(c->chunk);
+        l->buf[b] = pygpu_pinned_take(c->chunk, dev);
         if (!l->buf[b] || pygpu_rt_event_create(&l->ev[b], PYGPU_EVENT_DISABLE_TIMING) != 0) {
             l->depth = b + 1;
             lane_drop(l);

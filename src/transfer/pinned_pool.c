@@ -12,9 +12,12 @@
 #include "../backend/rt.h"
 #include "../env.h"
 #include "../fork.h"
+#include "../pages.h"
 #include "../tuning.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -32,6 +35,7 @@ typedef struct {
     int in_use;
     int prev, next;             /* on its class's list of cached blocks; -1 ends */
     unsigned resets;            /* pygpu_reset_total() when it was made (fork.h) */
+    int node;                   /* the NUMA node its pages lie on, -1: none asked */
 } pool_block;
 
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -138,7 +142,7 @@ static void where_remove(const void *p)
 }
 
 /* A slot for a new block of `size` at `p`, in use; -1 if none can be had. */
-static int slot_new(void *p, size_t size, unsigned resets)
+static int slot_new(void *p, size_t size, unsigned resets, int node)
 {
     int i;
     if (!where_room())
@@ -157,7 +161,7 @@ static int slot_new(void *p, size_t size, unsigned resets)
         }
         i = nslots++;
     }
-    blocks[i] = (pool_block){p, size, 1, -1, -1, resets};
+    blocks[i] = (pool_block){p, size, 1, -1, -1, resets, node};
     where_put(i);
     return i;
 }
@@ -264,13 +268,14 @@ static void release(unlinked *list)
 }
 
 /* The smallest cached block of at least `want` bytes and at most twice
- * that (pool_mu held): in want's class, or the next; -1 if none. */
-static int best_fit(size_t want)
+ * that, on NUMA node `node` (-1: any) (pool_mu held): in want's class, or
+ * the next; -1 if none. */
+static int best_fit(size_t want, int node)
 {
     int best = -1, k = class_of(want);
     for (int c = k; c <= k + 1 && c < CLASSES && best < 0; c++)
         for (int i = cached_head[c]; i >= 0; i = blocks[i].next)
-            if (blocks[i].size >= want && blocks[i].size / 2 <= want &&
+            if (blocks[i].size >= want && blocks[i].size / 2 <= want && (node < 0 || blocks[i].node == node) &&
                 (best < 0 || blocks[i].size < blocks[best].size))
                 best = i;
     return best;
@@ -283,10 +288,11 @@ static size_t round_size(size_t n)
     return (n + g - 1) / g * g;
 }
 
-/* A cached block for `want` bytes, or NULL (pool_mu held). */
-static void *take_cached(size_t want)
+/* A cached block for `want` bytes on `node` (-1: any), or NULL (pool_mu
+ * held). */
+static void *take_cached(size_t want, int node)
 {
-    int best = best_fit(want);
+    int best = best_fit(want, node);
     if (best < 0)
         return NULL;
     list_remove(best);
@@ -297,22 +303,77 @@ static void *take_cached(size_t want)
     return blocks[best].ptr;
 }
 
-void *pygpu_pinned_take_cached(size_t n)
+/* ---- where the blocks lie ------------------------------------------------- */
+
+/* Each device's NUMA node, once asked (node + 2; 1: none, 0: not asked
+ * yet), for the first PLACED_DEVICES devices (those past them: none). */
+#define PLACED_DEVICES 64
+static atomic_int node_of[PLACED_DEVICES];
+static atomic_int placing_refused;      /* the kernel refused a placement outright: no more asked */
+
+/* The node a block for device `dev` goes on, or -1 (none known, or
+ * placement off). */
+static int node_for(int dev)
 {
+    pygpu_transfer_config cfg;
+    if (dev < 0 || dev >= PLACED_DEVICES || atomic_load(&placing_refused))
+        return -1;
+    pygpu_transfer_config_get(&cfg);
+    if (!cfg.numa)
+        return -1;
+    int known = atomic_load(&node_of[dev]);
+    if (!known) {
+        int node = -1;
+        if (pygpu_rt_device_numa_node(dev, &node) != 0) {
+            (void)pygpu_rt_get_last_error();
+            node = -1;
+        }
+        known = node < 0 ? 1 : node + 2;
+        atomic_store(&node_of[dev], known);
+    }
+    return known - 2;
+}
+
+/* What a block's placement for `dev` on `node` teaches (pygpu_pages_map's
+ * `placement`): a node the kernel does not have is none for that device
+ * from here on, and any other refusal (not allowed here, no NUMA calls)
+ * stops placement altogether; the block's own node, or -1 (pool_mu held). */
+static int placed(int dev, int node, int placement)
+{
+    if (placement == PYGPU_PAGES_PLACED) {
+        stats.placed++;
+        return node;
+    }
+    if (placement == PYGPU_PAGES_UNPLACED)
+        return -1;
+    stats.unplaced++;
+    if (placement == EINVAL && dev >= 0 && dev < PLACED_DEVICES)
+        atomic_store(&node_of[dev], 1);
+    else
+        atomic_store(&placing_refused, 1);
+    return -1;
+}
+
+/* ---- taking and giving --------------------------------------------------- */
+
+void *pygpu_pinned_take_cached(size_t n, int dev)
+{
+    int node = node_for(dev);
     pthread_mutex_lock(&pool_mu);
     pool_ready();
-    void *p = take_cached(round_size(n ? n : 1));
+    void *p = take_cached(round_size(n ? n : 1), node);
     pthread_mutex_unlock(&pool_mu);
     return p;
 }
 
-void *pygpu_pinned_take(size_t n)
+void *pygpu_pinned_take(size_t n, int dev)
 {
     void *p = NULL;
     size_t want = round_size(n ? n : 1);
+    int node = node_for(dev), placement = PYGPU_PAGES_UNPLACED;
     pthread_mutex_lock(&pool_mu);
     pool_ready();
-    if ((p = take_cached(want)) != NULL)
+    if ((p = take_cached(want, node)) != NULL)
         goto done;
     unlinked *evicted = evict(want);
     if (stats.in_use + stats.cached + want > stats.limit || want > stats.limit) {
@@ -325,9 +386,9 @@ void *pygpu_pinned_take(size_t n)
     pthread_mutex_unlock(&pool_mu);
     release(evicted);
     unsigned resets = pygpu_reset_total();
-    pygpu_status s = pygpu_rt_host_pin(&p, want);
+    pygpu_status s = pygpu_rt_host_pin(&p, want, node, &placement);
     pthread_mutex_lock(&pool_mu);
-    if (s != 0 || slot_new(p, want, resets) < 0) {
+    if (s != 0 || slot_new(p, want, resets, placed(dev, node, placement)) < 0) {
         if (s != 0)
             (void)pygpu_rt_get_last_error();
         else

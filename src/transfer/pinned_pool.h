@@ -13,14 +13,20 @@ typedef struct {
     size_t in_use;              /* handed out and not yet given back */
     size_t cached;              /* given back, kept for reuse */
     size_t hits, misses;        /* takes served from the cache / by a new allocation */
+    size_t placed;              /* blocks made on their device's NUMA node */
+    size_t unplaced;            /* blocks made elsewhere, the kernel having refused the node */
 } pygpu_pinned_stats;
 
-/* Page-locked memory of at least n bytes, from the cache or new; NULL when
- * the pool's limit does not allow it (the caller uses ordinary memory). */
-void *pygpu_pinned_take(size_t n);
-/* A cached block of at least n bytes, or NULL (nothing is page-locked
- * anew: that takes milliseconds a hundred MiB). */
-void *pygpu_pinned_take_cached(size_t n);
+/* Page-locked memory of at least n bytes for transfers with device `dev`
+ * (-1: none in particular), from the cache or new; NULL when the pool's
+ * limit does not allow it (the caller uses ordinary memory).  Where the
+ * host tells the device's NUMA node and the numa setting is on
+ * (settings.h), the block's pages lie on that node: a cached block of
+ * another node is not taken for it. */
+void *pygpu_pinned_take(size_t n, int dev);
+/* A cached block of at least n bytes for device `dev`, as above, or NULL
+ * (nothing is page-locked anew: that takes milliseconds a hundred MiB). */
+void *pygpu_pinned_take_cached(size_t n, int dev);
 /* Give back a block from pygpu_pinned_take. */
 void pygpu_pinned_give(void *p);
 void pygpu_pinned_stats_get(pygpu_pinned_stats *s);

@@ -76,6 +76,10 @@ static void config_defaults(void)
         config.register_limit = (size_t)pages * (size_t)page / PYGPU_REGISTER_SHARE;
     if (pygpu_env_get()->register_limit_set)
         config.register_limit = pygpu_env_get()->register_limit;
+    /* Staging buffers on their device's NUMA node, where the host has
+     * several: a DMA reads (writes) memory of its own socket's
+     * (docs/performance.md#numa-placement).  PYGPU_NUMA=0: off. */
+    config.numa = !pygpu_env_get()->numa_off;
     config_ready = 1;
 }
 

@@ -1,7 +1,8 @@
 /*
  * settings.h -- the transfer machinery's settings (settings.c): chunk size,
- * depth, threads, the staging threshold and the peer rule, set from Python
- * through transfer_config (settings_py.c).  Pure C, process-wide, locked.
+ * depth, threads, the staging threshold, the peer rule and the staging
+ * buffers' placement, set from Python through transfer_config
+ * (settings_py.c).  Pure C, process-wide, locked.
  */
 #ifndef PYGPU_TRANSFER_SETTINGS_H
 #define PYGPU_TRANSFER_SETTINGS_H
@@ -33,6 +34,8 @@ typedef struct {
                                  * transfer is at work on its device (0: threads) */
     size_t register_limit;      /* bytes of the users' host buffers page-locked in place, at most
                                  * (registered.c; 0: none) */
+    int numa;                   /* PyGPU's page-locked blocks for a device lie on its NUMA node,
+                                 * where the host tells it (pinned_pool.c) */
 } pygpu_transfer_config;
 
 void pygpu_transfer_config_get(pygpu_transfer_config *c);

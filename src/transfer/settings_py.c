@@ -22,12 +22,12 @@ static PyObject *config_dict(void)
 {
     pygpu_transfer_config c;
     pygpu_transfer_config_get(&c);
-    return Py_BuildValue("{s:n,s:i,s:i,s:i,s:N,s:O,s:n,s:n,s:i,s:n}", "chunk", (Py_ssize_t)c.chunk, "depth",
+    return Py_BuildValue("{s:n,s:i,s:i,s:i,s:N,s:O,s:n,s:n,s:i,s:n,s:O}", "chunk", (Py_ssize_t)c.chunk, "depth",
                          c.depth, "threads", c.threads, "threads_alone", c.threads_alone, "min_bytes",
                          c.min_bytes == SIZE_MAX ? Py_NewRef(Py_None) : PyLong_FromSize_t(c.min_bytes),
                          "peer", c.peer ? Py_True : Py_False, "crowd_up", (Py_ssize_t)c.crowd_up, "crowd_down",
                          (Py_ssize_t)c.crowd_down, "crowd_threads", c.crowd_threads, "register_limit",
-                         (Py_ssize_t)c.register_limit);
+                         (Py_ssize_t)c.register_limit, "numa", c.numa ? Py_True : Py_False);
 }
 
 /* A crowded lane's chunk: 0 (the chunk setting's) or at least 4096 bytes. */
@@ -41,6 +41,17 @@ static int crowd_arg(PyObject *arg, const char *name, size_t *out)
         return -1;
     }
     *out = v;
+    return 0;
+}
+
+/* A switch: True or False, nothing else. */
+static int bool_arg(PyObject *arg, const char *name, int *out)
+{
+    if (!PyBool_Check(arg)) {
+        PyErr_Format(PyExc_TypeError, "%s must be True or False, not %.100s", name, Py_TYPE(arg)->tp_name);
+        return -1;
+    }
+    *out = arg == Py_True;
     return 0;
 }
 
@@ -60,16 +71,16 @@ static int thread_count_arg(PyObject *arg, const char *name, int *out)
 
 static PyObject *transfer_config(PyObject *m, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"chunk", "depth",    "threads",    "threads_alone", "min_bytes",
-                             "peer",  "crowd_up", "crowd_down", "crowd_threads", "register_limit", NULL};
+    static char *kwlist[] = {"chunk",    "depth",      "threads",       "threads_alone",  "min_bytes", "peer",
+                             "crowd_up", "crowd_down", "crowd_threads", "register_limit", "numa",      NULL};
     PyObject *chunk = NULL, *depth = NULL, *threads = NULL, *threads_alone = NULL, *min_bytes = NULL, *peer = NULL,
-             *crowd_up = NULL, *crowd_down = NULL, *crowd_threads = NULL, *register_limit = NULL;
+             *crowd_up = NULL, *crowd_down = NULL, *crowd_threads = NULL, *register_limit = NULL, *numa = NULL;
     pygpu_transfer_config c;
     size_t v;
     (void)m;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$OOOOOOOOOO:transfer_config", kwlist, &chunk, &depth, &threads,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$OOOOOOOOOOO:transfer_config", kwlist, &chunk, &depth, &threads,
                                      &threads_alone, &min_bytes, &peer, &crowd_up, &crowd_down, &crowd_threads,
-                                     &register_limit))
+                                     &register_limit, &numa))
         return NULL;
     pygpu_transfer_config_get(&c);
     if (chunk) {
@@ -106,18 +117,18 @@ static PyObject *transfer_config(PyObject *m, PyObject *args, PyObject *kwds)
             return NULL;
         c.min_bytes = v;
     }
-    if (peer) {
-        if (!PyBool_Check(peer))
-            return PyErr_Format(PyExc_TypeError, "peer must be True or False, not %.100s", Py_TYPE(peer)->tp_name);
-        c.peer = peer == Py_True;
-    }
+    if (peer && bool_arg(peer, "peer", &c.peer) < 0)
+        return NULL;
+    if (numa && bool_arg(numa, "numa", &c.numa) < 0)
+        return NULL;
     if (crowd_up && crowd_arg(crowd_up, "crowd_up", &c.crowd_up) < 0)
         return NULL;
     if (crowd_down && crowd_arg(crowd_down, "crowd_down", &c.crowd_down) < 0)
         return NULL;
     if (register_limit && pygpu_size_arg(register_limit, "register_limit", &c.register_limit) < 0)
         return NULL;
-    if (chunk || depth || threads || threads_alone || min_bytes || peer || crowd_up || crowd_down || crowd_threads) {
+    if (chunk || depth || threads || threads_alone || min_bytes || peer || crowd_up || crowd_down || crowd_threads ||
+        numa) {
         Py_BEGIN_ALLOW_THREADS
         pygpu_transfer_config_set(&c);
         pygpu_staging_release();        /* buffers of the old size go back to the pool */
@@ -137,9 +148,10 @@ static PyObject *pinned_pool_stats(PyObject *m, PyObject *unused)
     (void)unused;
     pygpu_copy_reap();          /* (finished background transfers' blocks are back) */
     pygpu_pinned_stats_get(&s);
-    return Py_BuildValue("{s:n,s:n,s:n,s:n,s:n,s:i}", "limit", (Py_ssize_t)s.limit, "in_use", (Py_ssize_t)s.in_use,
-                         "cached", (Py_ssize_t)s.cached, "hits", (Py_ssize_t)s.hits, "misses",
-                         (Py_ssize_t)s.misses, "background", pygpu_bg_pending());
+    return Py_BuildValue("{s:n,s:n,s:n,s:n,s:n,s:n,s:n,s:i}", "limit", (Py_ssize_t)s.limit, "in_use",
+                         (Py_ssize_t)s.in_use, "cached", (Py_ssize_t)s.cached, "hits", (Py_ssize_t)s.hits, "misses",
+                         (Py_ssize_t)s.misses, "placed", (Py_ssize_t)s.placed, "unplaced", (Py_ssize_t)s.unplaced,
+                         "background", pygpu_bg_pending());
 }
 
 static PyObject *set_pinned_pool_limit(PyObject *m, PyObject *arg)
@@ -206,7 +218,7 @@ static PyMethodDef transfer_functions[] = {
      "place (transfer_config's register_limit) reads as page-locked."},
     {"transfer_config", (PyCFunction)(void (*)(void))transfer_config, METH_VARARGS | METH_KEYWORDS,
      "transfer_config(*, chunk=None, depth=None, threads=None, threads_alone=None, min_bytes=None, peer=None,\n"
-     "                crowd_up=None, crowd_down=None, crowd_threads=None, register_limit=None)\n--\n\n"
+     "                crowd_up=None, crowd_down=None, crowd_threads=None, register_limit=None, numa=None)\n--\n\n"
      "The staging pipeline's settings as a dict, after changing the ones given:\n"
      "chunk (bytes per staging buffer), depth (buffers in flight), threads (host\n"
      "threads copying each chunk), threads_alone (the same for a transfer of more\n"
@@ -221,11 +233,14 @@ static PyMethodDef transfer_functions[] = {
      "threads, which setting threads without it also sets), register_limit (bytes of\n"
      "host buffers that synchronous transfers of 4 MiB or more meet twice, page-locked\n"
      "in place until their owner is collected; default an eighth of physical memory on\n"
-     "a GPU backend, 0 (none) on the host backend)."},
+     "a GPU backend, 0 (none) on the host backend), numa (PyGPU's page-locked blocks for\n"
+     "a device, its staging buffers among them, lie on the device's NUMA node where the\n"
+     "host tells it: Device.numa_node; default True, PYGPU_NUMA=0 False)."},
     {"pinned_pool_stats", pinned_pool_stats, METH_NOARGS,
-     "pinned_pool_stats()\n--\n\n{'limit', 'in_use', 'cached', 'hits', 'misses'} of the pinned pool, and "
-     "'background': asynchronous uploads from and downloads into pageable memory not yet over (and blocks being "
-     "page-locked for them)."},
+     "pinned_pool_stats()\n--\n\n{'limit', 'in_use', 'cached', 'hits', 'misses'} of the pinned pool, "
+     "'placed' and 'unplaced': its blocks made for a device on the device's NUMA node, and elsewhere, the kernel "
+     "having refused the node (transfer_config's numa), and 'background': asynchronous uploads from and downloads "
+     "into pageable memory not yet over (and blocks being page-locked for them)."},
     {"set_pinned_pool_limit", set_pinned_pool_limit, METH_O,
      "set_pinned_pool_limit(nbytes, /)\n--\n\nBound the page-locked memory the pool holds."},
     {"trim_pinned_pool", trim_pinned_pool, METH_NOARGS,

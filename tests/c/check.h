@@ -1,7 +1,7 @@
 /*
  * check.h -- the little that the C unit tests need: CHECK(cond) counts a
- * failure and says where, and a reproducible pseudo-random generator for
- * the randomized cases.  tests/test_c_units.py builds and runs the tests
+ * failure and says where, a reproducible pseudo-random generator for the
+ * randomized cases, and the count of the process's mappings.  tests/test_c_units.py builds and runs the tests
  * (under valgrind memcheck when it is installed).
  */
 #ifndef PYGPU_TEST_CHECK_H
@@ -43,6 +43,21 @@ static inline uint64_t rng_next(void)
 static inline long long rng_range(long long lo, long long hi)
 {
     return lo + (long long)(rng_next() % (uint64_t)(hi - lo + 1));
+}
+
+/* How many mappings the process has (lines of /proc/self/maps), -1 where
+ * it cannot tell: a test that made and unmade blocks finds as many as
+ * before. */
+static inline int mappings(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    int n = 0, c;
+    if (!f)
+        return -1;
+    while ((c = fgetc(f)) != EOF)
+        n += c == '\n';
+    fclose(f);
+    return n;
 }
 
 #endif /* PYGPU_TEST_CHECK_H */
