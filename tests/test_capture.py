@@ -333,8 +333,9 @@ def own_stream_work(s, rng):
     """PyGPU's work on its stream `s` (not captured) that makes the calls
     the runtime calls potentially unsafe under a capture: allocations
     (pool and page-locked), staged copies of pageable memory both ways,
-    a small upload by launch, a buffer met again (page-locked in place),
-    waits and queries.  Checks every result against NumPy."""
+    a small upload by launch, buffers met again (page-locked in place; a
+    big one's copies in pieces on a stream of their own, made and
+    destroyed), waits and queries.  Checks every result against NumPy."""
     MiB = 1 << 20
     big = rng.standard_normal(4 * MiB // 8)
     g = pygpu.to_gpu(big, stream=s)                                 # a pool allocation, staged
@@ -347,6 +348,16 @@ def own_stream_work(s, rng):
     for _ in range(3):                                              # (met again: page-locked in place)
         g.set(again, stream=s)
     np.testing.assert_array_equal(g.get(stream=s), again)
+    bulk = rng.standard_normal(34 * MiB // 8)                       # (pages of its own)
+    gb = pygpu.to_gpu(bulk, stream=s)
+    gb.set(bulk, stream=s)              # (met again: page-locked in place; from 16 MiB in pieces on a stream
+    back = np.zeros_like(bulk)          # made for the copy, waited for there)
+    pygpu.to_gpu(back, stream=s)
+    gb.get(ary=back, stream=s)
+    np.testing.assert_array_equal(back, bulk)
+    if pygpu.transfer_config()["register_limit"]:
+        assert pygpu.registered_stats()["buffers"] >= 2
+    del gb
     p = pygpu.pagelocked_empty(3 * MiB + 4096, np.uint8)            # page-locked, a size no pooled block has
     p[:] = 7
     d = pygpu.empty(p.shape, np.uint8, stream=s)
