@@ -57,6 +57,8 @@ what=${1:-all}
 
 echo "== machine"
 nvidia-smi --query-gpu=name,pci.bus_id,uuid,memory.total,driver_version --format=csv,noheader
+echo "NUMA nodes online: $(cat /sys/devices/system/node/online 2>/dev/null || echo unknown);" \
+    "the GPUs': $(for d in /sys/bus/pci/drivers/nvidia/0*; do cat "$d/numa_node"; done 2>/dev/null | tr '\n' ' ')"
 python3 -c "import sys, numpy; print('python', sys.version.split()[0], 'numpy', numpy.__version__)"
 
 if [ "$what" = probes ]; then
