@@ -16,9 +16,9 @@
  * ring), PYGPU_HOST_CAPTURE (1: every stream but the default ones reports that a graph
  * capture records its work, so that the refusals are tested),
  * PYGPU_HOST_FAIL_COPY (a copy that fails, for tests) and PYGPU_HOST_NUMA
- * (the NUMA node each device reports, so that placement is tested).  Peer access between
- * the devices, and their pools' grants, are peer_host.c's; events are
- * events_host.c's.
+ * (the NUMA node each device reports, so that placement is tested).  Peer
+ * access between the devices, and their pools' grants, are peer_host.c's;
+ * events are events_host.c's.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "rt.h"
