@@ -29,7 +29,7 @@ size_t pygpu_pages_bytes(size_t n)
     return n > SIZE_MAX - page ? 0 : (n + page - 1) / page * page;
 }
 
-int pygpu_pages_map(void **p, size_t n, int node, int *placement)
+int pygpu_pages_map(void **p, size_t n, int shared, int node, int *placement)
 {
     size_t len = pygpu_pages_bytes(n), slack = len >= HUGE_PAGE ? HUGE_PAGE : 0;
     long pages = sysconf(_SC_PHYS_PAGES);
@@ -37,7 +37,7 @@ int pygpu_pages_map(void **p, size_t n, int node, int *placement)
     *placement = PYGPU_PAGES_UNPLACED;
     if (!len || len > SIZE_MAX - HUGE_PAGE || (pages > 0 && len / page_size() > (size_t)pages))
         return ENOMEM;
-    char *base = mmap(NULL, len + slack, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    char *base = mmap(NULL, len + slack, PROT_READ | PROT_WRITE, (shared ? MAP_SHARED : MAP_PRIVATE) | MAP_ANONYMOUS, -1, 0);
     if (base == MAP_FAILED)
         return ENOMEM;
     char *at = slack ? (char *)(((uintptr_t)base + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1)) : base;

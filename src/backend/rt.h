@@ -133,8 +133,9 @@ pygpu_status pygpu_rt_ipc_event_open(const unsigned char h[PYGPU_IPC_EVENT_HANDL
 pygpu_status pygpu_rt_host_alloc(void **p, size_t n);
 pygpu_status pygpu_rt_host_free(void *p);
 /* Page-locked host memory of n bytes made in two steps, so that the
- * runtime is held only for the second: shared anonymous pages (a fork's
- * child reads them, as it reads host_alloc's) faulted in by the caller,
+ * runtime is held only for the second: anonymous pages faulted in by the
+ * caller (pages.c: shared, a fork's child reading them as it reads
+ * host_alloc's; the host backend's private, its child going on with them),
  * preferring NUMA node `node` (-1: the system's choice), then registered
  * (portable, mapped); *placement says how the pages were placed
  * (pages.h: PYGPU_PAGES_PLACED, PYGPU_PAGES_UNPLACED where no node was

@@ -501,12 +501,13 @@ pygpu_status pygpu_rt_host_free(void *p)
     return block_free(p);
 }
 
-/* The GPU backends' pages (pages.c), with nothing to register: pageable,
- * as above, but under PYGPU_HOST_CAPTURE. */
+/* The GPU backends' pages (pages.c), but private (a forked child goes on
+ * here with copies of the pool's blocks), with nothing to register:
+ * pageable, as above, but under PYGPU_HOST_CAPTURE. */
 pygpu_status pygpu_rt_host_pin(void **p, size_t n, int node, int *placement)
 {
     config();
-    if (pygpu_pages_map(p, n, node, placement) != 0)
+    if (pygpu_pages_map(p, n, 0, node, placement) != 0)
         return fail(H_MEMORY_ALLOCATION);
     if (capture_all)
         (void)pygpu_locked_add(*p, n);        /* (full: that block reads as pageable) */

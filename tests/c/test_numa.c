@@ -5,8 +5,8 @@
  * address or file that is not one; pages preferring node 0 (the node every
  * Linux host has) say so and lie there, a node past the kernel's or none
  * refused with EINVAL and the pages left alone; blocks aligned, faulted in,
- * placed as asked, refused at once past the machine's memory, and unmapped
- * whole.  Where the kernel refuses the calls themselves (a sandbox without
+ * placed as asked, shared with a fork's child or copied as asked, refused
+ * at once past the machine's memory, and unmapped whole.  Where the kernel refuses the calls themselves (a sandbox without
  * them), it says so and checks that the blocks are made all the same.
  */
 #define _GNU_SOURCE
@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char root[64];
@@ -109,19 +110,36 @@ static int policies(void)
     return 1;
 }
 
+/* What the parent reads at b[n - 1] after a fork's child wrote 0xA5 there:
+ * the child's byte where the block is shared, its own where private (the
+ * host backend's: its child goes on transferring with the pool's blocks
+ * while the parent does with the same; shared, each wrote the other's). */
+static int child_writes(unsigned char *b, size_t n)
+{
+    pid_t pid = fork();
+    int status = -1;
+    if (pid == 0) {
+        b[n - 1] = 0xA5;
+        _exit(0);
+    }
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || status != 0)
+        return -1;
+    return b[n - 1];
+}
+
 static void blocks(int placing)
 {
     const size_t huge = (size_t)2 << 20, page = (size_t)sysconf(_SC_PAGESIZE);
     size_t sizes[] = {1, page - 1, page, page + 1, huge, huge + 3, (size_t)9 << 20, (size_t)rng_range(1, 4 << 20)};
     int placement, before = mappings();
     void *p = (void *)1;
-    CHECK(pygpu_pages_map(&p, (size_t)1 << 62, 0, &placement) == ENOMEM && p == NULL);
-    CHECK(pygpu_pages_map(&p, SIZE_MAX - 100, -1, &placement) == ENOMEM && p == NULL);
+    CHECK(pygpu_pages_map(&p, (size_t)1 << 62, 1, 0, &placement) == ENOMEM && p == NULL);
+    CHECK(pygpu_pages_map(&p, SIZE_MAX - 100, 0, -1, &placement) == ENOMEM && p == NULL);
     CHECK(pygpu_pages_bytes(SIZE_MAX - 1) == 0 && pygpu_pages_bytes(0) == page && pygpu_pages_bytes(page + 1) == 2 * page);
     for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
         size_t n = sizes[k];
-        int node = k % 2 ? 0 : -1;
-        CHECK(pygpu_pages_map(&p, n, node, &placement) == 0 && p != NULL);
+        int node = k % 2 ? 0 : -1, shared = k % 4 < 2;
+        CHECK(pygpu_pages_map(&p, n, shared, node, &placement) == 0 && p != NULL);
         if (!p)
             continue;
         CHECK((uintptr_t)p % page == 0 && (n < huge || (uintptr_t)p % huge == 0));
@@ -135,10 +153,11 @@ static void blocks(int placing)
         unsigned char *b = p;
         CHECK(b[0] == 0 && b[n - 1] == 0);  /* (fresh pages) */
         memset(b, 0x5A, pygpu_pages_bytes(n));
+        CHECK(child_writes(b, n) == (shared ? 0xA5 : 0x5A));
         pygpu_pages_unmap(p, n);
     }
     /* a node the kernel has not: the block made, unplaced, the refusal said */
-    CHECK(pygpu_pages_map(&p, huge, PYGPU_NUMA_NODES_MAX - 1, &placement) == 0 && p != NULL);
+    CHECK(pygpu_pages_map(&p, huge, 1, PYGPU_NUMA_NODES_MAX - 1, &placement) == 0 && p != NULL);
     CHECK(placement == (placing ? EINVAL : placement) && placement != PYGPU_PAGES_PLACED);
     CHECK(pygpu_numa_preferred(p) == -1);
     pygpu_pages_unmap(p, huge);
