@@ -23,9 +23,12 @@
  * which the kernel refused the node (pygpu_numa_prefer's), the block made
  * all the same. */
 enum { PYGPU_PAGES_UNPLACED = -1, PYGPU_PAGES_PLACED = 0 };
+/* pygpu_pages_map's `shared`: the pages copied on write in a fork's child,
+ * or shared with it. */
+enum { PYGPU_PAGES_PRIVATE = 0, PYGPU_PAGES_SHARED = 1 };
 
 /* A block of n bytes (rounded up to whole pages) at *p, its pages shared
- * with a fork's child (shared != 0) or copied on write, preferring NUMA
+ * with a fork's child (PYGPU_PAGES_SHARED) or copied on write (_PRIVATE), preferring NUMA
  * node `node` (-1: the system's choice) and faulted in.
  * 0, or ENOMEM: more than the machine's memory (refused at once, as the
  * runtime refuses it, rather than faulted in until the kernel runs out),

@@ -376,7 +376,7 @@ pygpu_status pygpu_rt_host_pin(void **p, size_t n, int node, int *placement)
 {
     void *at;
     *p = NULL;
-    if (pygpu_pages_map(&at, n, 1, node, placement) != 0)
+    if (pygpu_pages_map(&at, n, PYGPU_PAGES_SHARED, node, placement) != 0)
         return RT(ErrorMemoryAllocation);
     capture_mode m = relax();
     rt_error r = RT(HostRegister)(at, pygpu_pages_bytes(n), RT(HostRegisterPortable) | RT(HostRegisterMapped));

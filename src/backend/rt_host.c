@@ -507,7 +507,7 @@ pygpu_status pygpu_rt_host_free(void *p)
 pygpu_status pygpu_rt_host_pin(void **p, size_t n, int node, int *placement)
 {
     config();
-    if (pygpu_pages_map(p, n, 0, node, placement) != 0)
+    if (pygpu_pages_map(p, n, PYGPU_PAGES_PRIVATE, node, placement) != 0)
         return fail(H_MEMORY_ALLOCATION);
     if (capture_all)
         (void)pygpu_locked_add(*p, n);        /* (full: that block reads as pageable) */

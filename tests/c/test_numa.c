@@ -6,8 +6,9 @@
  * Linux host has) say so and lie there, a node past the kernel's or none
  * refused with EINVAL and the pages left alone; blocks aligned, faulted in,
  * placed as asked, shared with a fork's child or copied as asked, refused
- * at once past the machine's memory, and unmapped whole.  Where the kernel refuses the calls themselves (a sandbox without
- * them), it says so and checks that the blocks are made all the same.
+ * at once past the machine's memory, and unmapped whole.  Where the kernel
+ * refuses the calls themselves (a sandbox without them), it says so and
+ * checks that the blocks are made all the same.
  */
 #define _GNU_SOURCE
 #include "check.h"
@@ -133,12 +134,12 @@ static void blocks(int placing)
     size_t sizes[] = {1, page - 1, page, page + 1, huge, huge + 3, (size_t)9 << 20, (size_t)rng_range(1, 4 << 20)};
     int placement, before = mappings();
     void *p = (void *)1;
-    CHECK(pygpu_pages_map(&p, (size_t)1 << 62, 1, 0, &placement) == ENOMEM && p == NULL);
-    CHECK(pygpu_pages_map(&p, SIZE_MAX - 100, 0, -1, &placement) == ENOMEM && p == NULL);
+    CHECK(pygpu_pages_map(&p, (size_t)1 << 62, PYGPU_PAGES_SHARED, 0, &placement) == ENOMEM && p == NULL);
+    CHECK(pygpu_pages_map(&p, SIZE_MAX - 100, PYGPU_PAGES_PRIVATE, -1, &placement) == ENOMEM && p == NULL);
     CHECK(pygpu_pages_bytes(SIZE_MAX - 1) == 0 && pygpu_pages_bytes(0) == page && pygpu_pages_bytes(page + 1) == 2 * page);
     for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
         size_t n = sizes[k];
-        int node = k % 2 ? 0 : -1, shared = k % 4 < 2;
+        int node = k % 2 ? 0 : -1, shared = k % 4 < 2 ? PYGPU_PAGES_SHARED : PYGPU_PAGES_PRIVATE;
         CHECK(pygpu_pages_map(&p, n, shared, node, &placement) == 0 && p != NULL);
         if (!p)
             continue;
@@ -153,11 +154,11 @@ static void blocks(int placing)
         unsigned char *b = p;
         CHECK(b[0] == 0 && b[n - 1] == 0);  /* (fresh pages) */
         memset(b, 0x5A, pygpu_pages_bytes(n));
-        CHECK(child_writes(b, n) == (shared ? 0xA5 : 0x5A));
+        CHECK(child_writes(b, n) == (shared == PYGPU_PAGES_SHARED ? 0xA5 : 0x5A));
         pygpu_pages_unmap(p, n);
     }
     /* a node the kernel has not: the block made, unplaced, the refusal said */
-    CHECK(pygpu_pages_map(&p, huge, 1, PYGPU_NUMA_NODES_MAX - 1, &placement) == 0 && p != NULL);
+    CHECK(pygpu_pages_map(&p, huge, PYGPU_PAGES_SHARED, PYGPU_NUMA_NODES_MAX - 1, &placement) == 0 && p != NULL);
     CHECK(placement == (placing ? EINVAL : placement) && placement != PYGPU_PAGES_PLACED);
     CHECK(pygpu_numa_preferred(p) == -1);
     pygpu_pages_unmap(p, huge);
