@@ -380,10 +380,12 @@ def host_floors(nbytes=64 * MiB, nthreads=None, budget=0.5):
 
 
 def floors_lines(floors, ndev, at_once=None):
-    """The host floors as lines; with `at_once` (devices_at_once's results),
-    what all devices took together beside the copy floor on as many threads."""
+    """The host floors as lines, with the NUMA node of each device this process
+    sees; with `at_once` (devices_at_once's results for `ndev` devices), what
+    all devices took together beside the copy floor on as many threads."""
     lines = ["Host floors (NumPy's copies, each thread its own buffers; GB/s on 1 thread and on the staging's)"]
-    nodes = " ".join(f"{i}:{n if n >= 0 else 'none'}" for i, n in ((i, pygpu.Device(i).numa_node) for i in range(ndev)))
+    nodes = " ".join(f"{i}:{n if n >= 0 else 'none'}"
+                     for i, n in ((i, pygpu.Device(i).numa_node) for i in range(pygpu.device_count())))
     placed = "on" if pygpu.transfer_config()["numa"] else "off"
     lines.append(f"  the devices' NUMA nodes {nodes} (staging blocks placed on them: {placed})")
     for (name, t), v in sorted(floors.items()):

@@ -392,7 +392,9 @@ def test_scale_host_floors_measure_each_floor_on_one_and_many_threads(monkeypatc
     at_once = {"H2D": [(50.0, 40.0, 45.0, 30.0), (50.0, 41.0, 44.0, 31.0)], "D2H": [(None, None, 45.0, 20.0)] * 2}
     lines = bench_scale.floors_lines(floors, 2, at_once)
     assert sum(line.startswith("  into ") for line in lines) == 4
-    assert lines[1].startswith("  the devices' NUMA nodes 0:") and " 1:" in lines[1] and "placed on them: on" in lines[1]
+    assert lines[1].startswith("  the devices' NUMA nodes 0:") and "placed on them: on" in lines[1]
+    nodes = lines[1].split("NUMA nodes ")[1].split(" (")[0].split()     # every device this process sees, on 1 GPU too
+    assert [n.split(":")[0] for n in nodes] == [str(i) for i in range(pygpu.device_count())]
     assert "up: pygpu 61.0 GB/s, raw pinned 81.0" in lines[-2] and "down: pygpu 40.0 GB/s, raw pinned -" in lines[-1]
 
 
